@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
+
+	"github.com/tracesift/tracesift/internal/ingest"
+	"github.com/tracesift/tracesift/internal/query/queryext"
+	"github.com/tracesift/tracesift/internal/store/storeexporter"
+	"github.com/tracesift/tracesift/internal/store/storeext"
+	"github.com/tracesift/tracesift/internal/tailsampler"
+)
+
+// defaultConfigURI names the built-in all-in-one configuration.
+const defaultConfigURI = "tracesift:default"
+
+//go:embed default.yaml
+var defaultConfig []byte
+
+func components() (otelcol.Factories, error) {
+	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
+	var err error
+	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory()); err != nil {
+		return f, err
+	}
+	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](tailsampler.NewFactory(), ingest.NewLogsProcessorFactory()); err != nil {
+		return f, err
+	}
+	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](storeexporter.NewFactory()); err != nil {
+		return f, err
+	}
+	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](storeext.NewFactory(), queryext.NewFactory(), ingest.NewLimitsExtensionFactory()); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+func providerSettings(uris ...string) otelcol.ConfigProviderSettings {
+	return otelcol.ConfigProviderSettings{ResolverSettings: confmap.ResolverSettings{
+		URIs: uris,
+		ProviderFactories: []confmap.ProviderFactory{
+			envprovider.NewFactory(), fileprovider.NewFactory(), yamlprovider.NewFactory(),
+			confmap.NewProviderFactory(func(confmap.ProviderSettings) confmap.Provider { return builtinProvider{} }),
+		},
+		DefaultScheme: "env",
+	}}
+}
+
+func collectorSettings(version string) otelcol.CollectorSettings {
+	return otelcol.CollectorSettings{
+		BuildInfo: component.BuildInfo{
+			Command:     "tracesift",
+			Description: "tracesift collector: OTLP in, tail sampling, traces and logs in ClickHouse, query API",
+			Version:     version,
+		},
+		Factories:              components,
+		ConfigProviderSettings: providerSettings(),
+	}
+}
+
+// builtinProvider serves the all-in-one configuration under the scheme
+// "tracesift", so the binary runs with no file at all.
+type builtinProvider struct{}
+
+func (builtinProvider) Retrieve(_ context.Context, uri string, _ confmap.WatcherFunc) (*confmap.Retrieved, error) {
+	if uri != defaultConfigURI {
+		return nil, fmt.Errorf("unknown built-in configuration %q (the only one is %q)", uri, defaultConfigURI)
+	}
+	return confmap.NewRetrievedFromYAML(defaultConfig)
+}
+
+func (builtinProvider) Scheme() string                 { return "tracesift" }
+func (builtinProvider) Shutdown(context.Context) error { return nil }

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otellog "go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc"
+	grpccodes "google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// eventually polls cond until it holds or the deadline passes: the sampler
+// and the store's queue decide asynchronously, so the test waits for the
+// observable outcome rather than for a fixed time.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+type endpoints struct {
+	grpc, http, query, metrics string
+}
+
+func startCollector(t *testing.T) endpoints {
+	t.Helper()
+	ep := endpoints{
+		grpc:    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		http:    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		query:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		metrics: fmt.Sprint(freePort(t)),
+	}
+	dir := t.TempDir()
+	cfg := fmt.Sprintf(`
+extensions:
+  tracesift_store:
+    embedded: {path: %q}
+  tracesift_query:
+    endpoint: %s
+  tracesift_limits:
+    max_request_body_size: 1048576
+receivers:
+  otlp:
+    protocols:
+      grpc: {endpoint: %s, max_recv_msg_size_mib: 1}
+      http:
+        endpoint: %s
+        max_request_body_size: 1048576
+        middlewares: [{id: tracesift_limits}]
+processors:
+  tracesift_sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2}
+  tracesift_logs: {}
+exporters:
+  tracesift: {}
+service:
+  extensions: [tracesift_query, tracesift_store, tracesift_limits]
+  pipelines:
+    traces: {receivers: [otlp], processors: [tracesift_sampler], exporters: [tracesift]}
+    logs: {receivers: [otlp], processors: [tracesift_logs], exporters: [tracesift]}
+  telemetry:
+    logs: {level: warn}
+    metrics:
+      readers:
+        - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %s}}}
+`, filepath.Join(dir, "data"), ep.query, ep.grpc, ep.http, ep.metrics)
+	cfgPath := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+
+	set := collectorSettings("test")
+	set.ConfigProviderSettings = providerSettings("file:" + cfgPath)
+	col, err := otelcol.NewCollector(set)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- col.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	eventually(t, "the query API", func() bool {
+		select {
+		case err := <-done:
+			t.Fatalf("collector stopped: %v", err)
+		default:
+		}
+		resp, err := http.Get("http://" + ep.query + "/health")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && col.GetState() == otelcol.StateRunning
+	})
+	return ep
+}
+
+func getTrace(t *testing.T, ep endpoints, id string) (int, *store.Trace) {
+	t.Helper()
+	resp, err := http.Get("http://" + ep.query + "/api/v1/traces/" + id)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return resp.StatusCode, nil
+	}
+	var tr store.Trace
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tr))
+	return resp.StatusCode, &tr
+}
+
+// metric returns the sum of the Prometheus samples named name whose labels
+// contain every one of labels.
+func metric(t *testing.T, ep endpoints, name string, labels ...string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://127.0.0.1:" + ep.metrics + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if !strings.HasPrefix(line, name) || strings.HasPrefix(line, "#") {
+			continue
+		}
+		ok := true
+		for _, l := range labels {
+			ok = ok && strings.Contains(line, l)
+		}
+		if !ok {
+			continue
+		}
+		var v float64
+		fields := strings.Fields(line)
+		_, err := fmt.Sscan(fields[len(fields)-1], &v)
+		require.NoError(t, err)
+		sum += v
+	}
+	return sum
+}
+
+func tracerProvider(t *testing.T, exp sdktrace.SpanExporter, service string) *sdktrace.TracerProvider {
+	t.Helper()
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithSyncer(exp),
+		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(service), semconv.HostName(service+"-host"))),
+	)
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return tp
+}
+
+func TestEndToEnd(t *testing.T) {
+	ep := startCollector(t)
+	ctx := context.Background()
+
+	grpcExp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(ep.grpc), otlptracegrpc.WithInsecure())
+	require.NoError(t, err)
+	httpExp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(ep.http), otlptracehttp.WithInsecure(), otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
+	require.NoError(t, err)
+	frontend := tracerProvider(t, grpcExp, "frontend").Tracer("e2e")
+	backend := tracerProvider(t, httpExp, "backend").Tracer("e2e")
+
+	// A healthy, fast trace over HTTP: dropped, since the baseline is 0.
+	_, healthy := backend.Start(ctx, "GET /health")
+	healthyID := healthy.SpanContext().TraceID().String()
+	healthy.End()
+
+	// An error trace over gRPC: root and child from one service.
+	rootCtx, root := frontend.Start(ctx, "GET /checkout", trace.WithSpanKind(trace.SpanKindServer))
+	childCtx, child := frontend.Start(rootCtx, "call payments", trace.WithSpanKind(trace.SpanKindClient))
+	child.SetStatus(codes.Error, "payment declined")
+	child.End()
+	root.SetStatus(codes.Error, "checkout failed")
+	root.End()
+	errorID := root.SpanContext().TraceID().String()
+
+	eventually(t, "the error trace to be kept", func() bool {
+		code, tr := getTrace(t, ep, errorID)
+		return code == http.StatusOK && len(tr.Spans) == 2
+	})
+	eventually(t, "the healthy trace to be decided", func() bool {
+		return metric(t, ep, "tracesift_sampler_traces_decided", `decision="dropped"`) >= 1
+	})
+
+	t.Run("healthy trace not kept", func(t *testing.T) {
+		code, _ := getTrace(t, ep, healthyID)
+		assert.Equal(t, http.StatusNotFound, code)
+	})
+
+	t.Run("span after the decision joins the kept trace", func(t *testing.T) {
+		// The callee reports late, from another service, over HTTP.
+		_, late := backend.Start(childCtx, "POST /pay", trace.WithSpanKind(trace.SpanKindServer))
+		late.SetAttributes(attribute.String("payment.provider", "acme"))
+		late.End()
+		var tr *store.Trace
+		eventually(t, "the late span", func() bool {
+			var code int
+			code, tr = getTrace(t, ep, errorID)
+			return code == http.StatusOK && len(tr.Spans) == 3
+		})
+		byName := map[string]store.Span{}
+		for _, s := range tr.Spans {
+			byName[s.Name] = s
+		}
+		assert.Equal(t, "backend", byName["POST /pay"].Service)
+		assert.Equal(t, "backend-host", byName["POST /pay"].Host)
+		assert.Equal(t, child.SpanContext().SpanID().String(), byName["POST /pay"].ParentSpanID)
+		assert.Equal(t, "ERROR", byName["call payments"].Status.Code)
+		assert.Equal(t, "payment declined", byName["call payments"].Status.Message)
+		assert.Equal(t, "client", byName["call payments"].Kind)
+		assert.Equal(t, "frontend", byName["GET /checkout"].Service)
+	})
+
+	t.Run("logs joined in all three forms", func(t *testing.T) {
+		lgExp, err := otlploggrpc.New(ctx, otlploggrpc.WithEndpoint(ep.grpc), otlploggrpc.WithInsecure())
+		require.NoError(t, err)
+		lhExp, err := otlploghttp.New(ctx, otlploghttp.WithEndpoint(ep.http), otlploghttp.WithInsecure())
+		require.NoError(t, err)
+		res := resource.NewSchemaless(semconv.ServiceName("payments"))
+		lpGRPC := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(lgExp)), sdklog.WithResource(res))
+		lpHTTP := sdklog.NewLoggerProvider(sdklog.WithProcessor(sdklog.NewSimpleProcessor(lhExp)), sdklog.WithResource(res))
+		defer lpGRPC.Shutdown(ctx)
+		defer lpHTTP.Shutdown(ctx)
+
+		now := time.Now()
+		emit := func(lp *sdklog.LoggerProvider, ctx context.Context, at time.Time, body string, attrs ...attribute.KeyValue) {
+			var r otellog.Record
+			r.SetTimestamp(at)
+			r.SetBody(attribute.StringValue(body))
+			r.SetSeverity(otellog.SeverityError)
+			r.SetSeverityText("ERROR")
+			r.AddAttributes(attrs...)
+			lp.Logger("e2e").Emit(ctx, r)
+		}
+		spanHex := child.SpanContext().SpanID().String()
+		// 1. the record's own trace context (OTel SDK bridge)
+		emit(lpGRPC, childCtx, now.Add(3*time.Millisecond), "declined by acquirer")
+		// 2. MDC attributes (an appender that maps MDC to attributes)
+		emit(lpHTTP, ctx, now.Add(1*time.Millisecond), "retrying payment",
+			attribute.String("traceId", errorID), attribute.String("spanId", spanHex))
+		// 3. only in the text, as a Logback pattern with %X{traceId} prints it
+		emit(lpGRPC, ctx, now.Add(2*time.Millisecond),
+			fmt.Sprintf("2026-11-30 10:00:00.123 [exec-1] ERROR c.e.Pay traceId=%s spanId=%s - card expired", errorID, spanHex))
+
+		var tr *store.Trace
+		eventually(t, "three logs on the trace", func() bool {
+			var code int
+			code, tr = getTrace(t, ep, errorID)
+			return code == http.StatusOK && len(tr.Logs) == 3
+		})
+		assert.Equal(t, "retrying payment", tr.Logs[0].Body, "logs in time order")
+		assert.Contains(t, tr.Logs[1].Body, "card expired")
+		assert.Equal(t, "declined by acquirer", tr.Logs[2].Body)
+		for _, l := range tr.Logs {
+			assert.Equal(t, errorID, l.TraceID)
+			assert.Equal(t, spanHex, l.SpanID)
+			assert.Equal(t, "payments", l.Service)
+			assert.Equal(t, "ERROR", l.SeverityText)
+		}
+	})
+
+	t.Run("malformed and unknown ids", func(t *testing.T) {
+		for _, id := range []string{"xyz", strings.ToUpper(errorID), errorID[:16], strings.Repeat("0", 32)} {
+			code, _ := getTrace(t, ep, id)
+			assert.Equal(t, http.StatusBadRequest, code, id)
+		}
+		code, _ := getTrace(t, ep, "0123456789abcdef0123456789abcdef")
+		assert.Equal(t, http.StatusNotFound, code)
+	})
+
+	t.Run("bad OTLP input", func(t *testing.T) {
+		post := func(body []byte, contentType string) (int, string) {
+			resp, err := http.Post("http://"+ep.http+"/v1/traces", contentType, bytes.NewReader(body))
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			return resp.StatusCode, string(b)
+		}
+		code, _ := post([]byte("\xff\xfe not protobuf"), "application/x-protobuf")
+		assert.Equal(t, http.StatusBadRequest, code)
+		code, _ = post([]byte(`{"resourceSpans": [`), "application/json")
+		assert.Equal(t, http.StatusBadRequest, code)
+		code, _ = post(bytes.Repeat([]byte("a"), 2<<20), "application/x-protobuf")
+		assert.Equal(t, http.StatusRequestEntityTooLarge, code)
+
+		conn, err := grpc.NewClient(ep.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		defer conn.Close()
+		td := ptrace.NewTraces()
+		s := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		s.SetName(strings.Repeat("x", 2<<20))
+		_, err = ptraceotlp.NewGRPCClient(conn).Export(ctx, ptraceotlp.NewExportRequestFromTraces(td))
+		assert.Equal(t, grpccodes.ResourceExhausted, status.Code(err), "%v", err)
+
+		// The collector still serves the kept trace afterwards.
+		code, _ = getTrace(t, ep, errorID)
+		assert.Equal(t, http.StatusOK, code)
+	})
+}

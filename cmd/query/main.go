@@ -1,0 +1,82 @@
+// Command tracesift-query serves the query API against a ClickHouse server,
+// for deployments where ingestion and queries scale apart. It does not load
+// the embedded engine.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/query"
+	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/store/chconn"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "tracesift-query:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func run() error {
+	listen := flag.String("listen", envOr("TRACESIFT_QUERY_ENDPOINT", "localhost:16686"), "address of the query API (env TRACESIFT_QUERY_ENDPOINT)")
+	dsn := flag.String("dsn", os.Getenv("TRACESIFT_CLICKHOUSE_DSN"), "ClickHouse server DSN, e.g. clickhouse://default:@localhost:9000 (env TRACESIFT_CLICKHOUSE_DSN)")
+	db := flag.String("database", envOr("TRACESIFT_DATABASE", "tracesift"), "database holding tracesift's tables (env TRACESIFT_DATABASE)")
+	logWindow := flag.Duration("log-window", time.Hour, "how far around a trace its logs are looked for")
+	flag.Parse()
+	if *dsn == "" {
+		return errors.New("-dsn (or TRACESIFT_CLICKHOUSE_DSN) is required: this binary reads from a ClickHouse server; the all-in-one collector serves the API for the embedded store")
+	}
+	if !store.ValidDatabaseName(*db) {
+		return fmt.Errorf("-database %q must be a plain identifier", *db)
+	}
+	logger, err := zap.NewProduction()
+	if err != nil {
+		return err
+	}
+	defer func() { _ = logger.Sync() }()
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	conn, err := chconn.Open(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	if err := store.ApplySchema(ctx, conn, *db); err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Addr:              *listen,
+		Handler:           query.NewHandler(store.NewReader(conn, *db, store.ReaderConfig{LogWindow: *logWindow}), logger),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	logger.Info("query API listening", zap.String("endpoint", *listen))
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return srv.Shutdown(shutdownCtx)
+}

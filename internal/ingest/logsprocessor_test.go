@@ -1,0 +1,143 @@
+package ingest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+)
+
+// metricSum returns the value of a monotonic int64 sum for the data point
+// with the given attributes (none for nil).
+func metricSum(t *testing.T, tel *componenttest.Telemetry, name string, attrs ...attribute.KeyValue) int64 {
+	t.Helper()
+	m, err := tel.GetMetric(name)
+	require.NoError(t, err)
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	require.True(t, ok, "%s is %T", name, m.Data)
+	want := attribute.NewSet(attrs...)
+	for _, dp := range sum.DataPoints {
+		if dp.Attributes.Equals(&want) {
+			return dp.Value
+		}
+	}
+	return 0
+}
+
+func TestLogsProcessor(t *testing.T) {
+	tel := componenttest.NewTelemetry()
+	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
+	core, logs := observer.New(zapcore.WarnLevel)
+
+	set := processortest.NewNopSettings(LogsProcessorType)
+	set.TelemetrySettings = tel.NewTelemetrySettings()
+	set.Logger = zap.New(core)
+	sink := new(consumertest.LogsSink)
+	f := NewLogsProcessorFactory()
+	p, err := f.CreateLogs(context.Background(), set, f.CreateDefaultConfig(), sink)
+	require.NoError(t, err)
+	assert.True(t, p.Capabilities().MutatesData)
+	require.NoError(t, p.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, p.Shutdown(context.Background())) })
+
+	specs := []recordSpec{
+		{traceID: tid, spanID: sid},
+		{attrs: map[string]any{"traceId": tid2, "spanId": sid2}},
+		{body: "ERROR traceId=" + tid + " spanId=" + sid + " - payment failed"},
+		{attrs: map[string]any{"traceId": "xyz"}, body: "traceId=" + tid2},
+		{attrs: map[string]any{"spanId": "nothex-nothex-00"}},
+		{body: "started"},
+	}
+	batch := func() plog.Logs {
+		ld := plog.NewLogs()
+		// Two resources, to cover the nested loops.
+		for i, s := range specs {
+			if i%3 == 0 {
+				ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty()
+			}
+			rl := ld.ResourceLogs().At(ld.ResourceLogs().Len() - 1)
+			newRecord(t, s).CopyTo(rl.ScopeLogs().At(0).LogRecords().AppendEmpty())
+		}
+		return ld
+	}
+	// Fresh batches: the processor links in place, so a reused batch would
+	// come back already linked from the record.
+	require.NoError(t, p.ConsumeLogs(context.Background(), batch()))
+	require.NoError(t, p.ConsumeLogs(context.Background(), batch()))
+
+	require.Len(t, sink.AllLogs(), 2)
+	out := sink.AllLogs()[0]
+	var got []string
+	for i := 0; i < out.ResourceLogs().Len(); i++ {
+		lrs := out.ResourceLogs().At(i).ScopeLogs().At(0).LogRecords()
+		for j := 0; j < lrs.Len(); j++ {
+			lr := lrs.At(j)
+			got = append(got, lr.TraceID().String()+"/"+lr.SpanID().String())
+		}
+	}
+	assert.Equal(t, []string{
+		tid + "/" + sid, tid2 + "/" + sid2, tid + "/" + sid, tid2 + "/", "/", "/",
+	}, got)
+
+	assert.Equal(t, int64(12), metricSum(t, tel, "tracesift_logs_received"))
+	assert.Equal(t, int64(2), metricSum(t, tel, "tracesift_logs_linked", attribute.String("source", SourceRecord)))
+	assert.Equal(t, int64(2), metricSum(t, tel, "tracesift_logs_linked", attribute.String("source", SourceAttributes)))
+	assert.Equal(t, int64(4), metricSum(t, tel, "tracesift_logs_linked", attribute.String("source", SourceBody)))
+	assert.Equal(t, int64(4), metricSum(t, tel, "tracesift_logs_invalid_ids"))
+
+	// Four invalid ids, one explanation.
+	warns := logs.FilterMessageSnippet("malformed trace or span id").All()
+	require.Len(t, warns, 1)
+	assert.Equal(t, "traceId", warns[0].ContextMap()["key"])
+	assert.Equal(t, "xyz", warns[0].ContextMap()["value"])
+}
+
+func TestLogsProcessorSwitches(t *testing.T) {
+	sink := new(consumertest.LogsSink)
+	f := NewLogsProcessorFactory()
+	cfg := &LogsConfig{FromAttributes: false, FromBody: false}
+	p, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(LogsProcessorType), cfg, sink)
+	require.NoError(t, err)
+
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	newRecord(t, recordSpec{attrs: map[string]any{"traceId": tid}, body: "traceId=" + tid}).CopyTo(lrs.AppendEmpty())
+	require.NoError(t, p.ConsumeLogs(context.Background(), ld))
+	lr := sink.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+	assert.True(t, lr.TraceID().IsEmpty())
+}
+
+func TestLogsProcessorRejectsForeignConfig(t *testing.T) {
+	f := NewLogsProcessorFactory()
+	_, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(LogsProcessorType),
+		&struct{ component.Config }{}, new(consumertest.LogsSink))
+	assert.ErrorContains(t, err, "unexpected config type")
+	var _ processor.Factory = f
+}
+
+func TestLogsProcessorShutdown(t *testing.T) {
+	processortest.VerifyShutdown(t, NewLogsProcessorFactory(), createDefaultLogsConfig())
+}
+
+func TestExplainInvalidTruncates(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	p := &logsProcessor{logger: zap.New(core)}
+	long := "é" + string(make([]byte, 100)) // a multi-byte rune at the start, then padding
+	p.explainInvalid(LinkResult{InvalidID: true, InvalidKey: "traceId", InvalidValue: long})
+	p.explainInvalid(LinkResult{InvalidID: true, InvalidKey: "spanId", InvalidValue: "x"})
+	require.Equal(t, 1, logs.Len())
+	v := logs.All()[0].ContextMap()["value"].(string)
+	assert.Less(t, len(v), 70)
+}

@@ -1,0 +1,76 @@
+// Package query is tracesift's HTTP query API (DESIGN.md, "Contracts"). The
+// same handler is served by the collector in the all-in-one deployment
+// (extension tracesift_query) and by cmd/query against a ClickHouse server.
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// TraceReader is what the API needs from the store.
+type TraceReader interface {
+	GetTrace(ctx context.Context, traceID string) (*store.Trace, error)
+}
+
+// NewHandler returns the API's routes over r.
+func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
+	a := &api{reader: r, logger: logger}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/traces/{traceId}", a.getTrace)
+	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path+" (see the README's API section)")
+	})
+	return mux
+}
+
+type api struct {
+	reader TraceReader
+	logger *zap.Logger
+}
+
+type errorBody struct {
+	Error string `json:"error"`
+}
+
+func (a *api) getTrace(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("traceId")
+	if !store.ValidTraceID(id) {
+		msg := "malformed trace id: want 32 hex characters, not all zero"
+		if lower := strings.ToLower(id); lower != id && store.ValidTraceID(lower) {
+			msg = "malformed trace id: use lowercase hex (" + lower + ")"
+		}
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	t, err := a.reader.GetTrace(r.Context(), id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		writeError(w, http.StatusNotFound, "trace "+id+" is not stored (never received, not kept by the sampler, or expired)")
+	case err != nil:
+		a.logger.Error("reading a trace failed", zap.String("trace_id", id), zap.Error(err))
+		writeError(w, http.StatusInternalServerError, "reading the trace failed; see the server log")
+	default:
+		writeJSON(w, http.StatusOK, t)
+	}
+}
+
+func writeError(w http.ResponseWriter, code int, msg string) {
+	writeJSON(w, code, errorBody{Error: msg})
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}

@@ -1,0 +1,93 @@
+// Package chconn runs the store's SQL on a ClickHouse server through
+// clickhouse-go. It stays thin: everything else is shared with chDB.
+package chconn
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// Conn is a store.Conn on a ClickHouse server.
+type Conn struct {
+	conn driver.Conn
+}
+
+var _ store.Conn = (*Conn)(nil)
+
+// Open connects to the server named by dsn, e.g.
+// clickhouse://user:password@host:9000/default?dial_timeout=5s.
+func Open(ctx context.Context, dsn string) (*Conn, error) {
+	opts, err := clickhouse.ParseDSN(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: parsing dsn: %w", err)
+	}
+	conn, err := clickhouse.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: opening %v: %w", opts.Addr, err)
+	}
+	if err := conn.Ping(ctx); err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("clickhouse: ping %v: %w", opts.Addr, err)
+	}
+	return &Conn{conn: conn}, nil
+}
+
+func withParams(ctx context.Context, params store.Params) context.Context {
+	if len(params) == 0 {
+		return ctx
+	}
+	return clickhouse.Context(ctx, clickhouse.WithParameters(store.ServerParams(params)))
+}
+
+// Exec implements store.Conn.
+func (c *Conn) Exec(ctx context.Context, query string, params store.Params) error {
+	return c.conn.Exec(withParams(ctx, params), query)
+}
+
+// Insert implements store.Conn. The server reads inline rows after FORMAT
+// with its streaming parser, so max_query_size does not bound the batch.
+func (c *Conn) Insert(ctx context.Context, table string, jsonEachRow []byte) error {
+	return c.conn.Exec(ctx, "INSERT INTO "+table+" FORMAT JSONEachRow\n"+string(jsonEachRow))
+}
+
+// Query implements store.Conn. Rows are scanned into the column types the
+// driver reports and re-encoded as JSON objects, the shape chDB returns.
+func (c *Conn) Query(ctx context.Context, query string, params store.Params, row func([]byte) error) error {
+	rows, err := c.conn.Query(withParams(ctx, params), query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	cols := rows.ColumnTypes()
+	for rows.Next() {
+		dest := make([]any, len(cols))
+		for i, ct := range cols {
+			dest[i] = reflect.New(ct.ScanType()).Interface()
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return err
+		}
+		obj := make(map[string]any, len(cols))
+		for i, ct := range cols {
+			obj[ct.Name()] = reflect.ValueOf(dest[i]).Elem().Interface()
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return err
+		}
+		if err := row(b); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// Close implements store.Conn.
+func (c *Conn) Close() error { return c.conn.Close() }

@@ -1,0 +1,185 @@
+package chdbconn
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// chDB allows one session per process, so the package shares one.
+var conn *Conn
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tracesift-chdb-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	conn, err = Open(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	code := m.Run()
+	conn.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+const db = "ts_test"
+
+func traceID(b byte) pcommon.TraceID {
+	var id pcommon.TraceID
+	for i := range id {
+		id[i] = b
+	}
+	return id
+}
+
+func spanID(b byte) pcommon.SpanID {
+	var id pcommon.SpanID
+	for i := range id {
+		id[i] = b
+	}
+	return id
+}
+
+func TestSchemaAppliesTwice(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+}
+
+func TestWriteAndReadTrace(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{LogWindow: time.Minute})
+
+	base := time.Date(2026, 11, 30, 10, 0, 0, 123456789, time.UTC)
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "checkout")
+	rs.Resource().Attributes().PutStr("host.name", "node-1")
+	ss := rs.ScopeSpans().AppendEmpty()
+	root := ss.Spans().AppendEmpty()
+	root.SetTraceID(traceID(0xab))
+	root.SetSpanID(spanID(1))
+	root.SetName("GET /checkout")
+	root.SetKind(ptrace.SpanKindServer)
+	root.SetStartTimestamp(pcommon.NewTimestampFromTime(base))
+	root.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(250 * time.Millisecond)))
+	root.Status().SetCode(ptrace.StatusCodeError)
+	root.Status().SetMessage("it's broken")
+	root.Attributes().PutInt("http.response.status_code", 500)
+	ev := root.Events().AppendEmpty()
+	ev.SetName("exception")
+	ev.Attributes().PutStr("exception.type", "java.lang.IllegalStateException")
+	child := ss.Spans().AppendEmpty()
+	child.SetTraceID(traceID(0xab))
+	child.SetSpanID(spanID(2))
+	child.SetParentSpanID(spanID(1))
+	child.SetName("SELECT orders")
+	child.SetKind(ptrace.SpanKindClient)
+	child.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(10 * time.Millisecond)))
+	child.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(20 * time.Millisecond)))
+	bad := ss.Spans().AppendEmpty() // no ids: skipped whole
+	bad.SetName("broken")
+
+	st, err := w.WriteTraces(ctx, td)
+	require.NoError(t, err)
+	assert.Equal(t, store.WriteStats{Written: 2, Invalid: 1}, st)
+
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("service.name", "checkout")
+	recs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	for i, msg := range []string{"second", "first"} {
+		lr := recs.AppendEmpty()
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Duration(2-i) * time.Millisecond)))
+		lr.Body().SetStr(msg)
+		lr.SetSeverityText("ERROR")
+		lr.SetTraceID(traceID(0xab))
+		lr.SetSpanID(spanID(1))
+	}
+	far := recs.AppendEmpty() // outside the log window: not returned
+	far.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(-time.Hour)))
+	far.SetTraceID(traceID(0xab))
+	far.Body().SetStr("old")
+	st, err = w.WriteLogs(ctx, ld)
+	require.NoError(t, err)
+	assert.Equal(t, 3, st.Written)
+
+	got, err := r.GetTrace(ctx, traceID(0xab).String())
+	require.NoError(t, err)
+	require.Len(t, got.Spans, 2)
+	s := got.Spans[0]
+	assert.Equal(t, "GET /checkout", s.Name)
+	assert.Equal(t, "server", s.Kind)
+	assert.Equal(t, "checkout", s.Service)
+	assert.Equal(t, "node-1", s.Host)
+	assert.Equal(t, uint64(base.UnixNano()), s.StartTimeUnixNano, "nanosecond precision survives")
+	assert.Equal(t, uint64(250*time.Millisecond), s.DurationNano)
+	assert.Equal(t, s.StartTimeUnixNano+s.DurationNano, s.EndTimeUnixNano)
+	assert.Equal(t, store.Status{Code: "ERROR", Message: "it's broken"}, s.Status)
+	assert.Equal(t, "500", s.Attributes["http.response.status_code"])
+	require.Len(t, s.Events, 1)
+	assert.Equal(t, "java.lang.IllegalStateException", s.Events[0].Attributes["exception.type"])
+	assert.Equal(t, spanID(1).String(), got.Spans[1].ParentSpanID)
+	assert.Equal(t, "", s.ParentSpanID)
+
+	require.Len(t, got.Logs, 2)
+	assert.Equal(t, "first", got.Logs[0].Body, "logs in time order")
+	assert.Equal(t, "second", got.Logs[1].Body)
+	assert.Equal(t, spanID(1).String(), got.Logs[0].SpanID)
+	assert.Empty(t, got.Findings)
+
+	_, err = r.GetTrace(ctx, traceID(0xcd).String())
+	require.ErrorIs(t, err, store.ErrNotFound)
+}
+
+func TestRetriedBatchDoesNotDuplicateSpansInReads(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{})
+	td := ptrace.NewTraces()
+	s := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	s.SetTraceID(traceID(0x11))
+	s.SetSpanID(spanID(0x11))
+	s.SetStartTimestamp(pcommon.NewTimestampFromTime(time.Now()))
+	s.SetEndTimestamp(pcommon.NewTimestampFromTime(time.Now().Add(time.Millisecond)))
+	for range 2 {
+		_, err := w.WriteTraces(ctx, td)
+		require.NoError(t, err)
+	}
+	got, err := r.GetTrace(ctx, traceID(0x11).String())
+	require.NoError(t, err)
+	assert.Len(t, got.Spans, 1)
+}
+
+func TestInjectionIsInert(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	n := 0
+	err := conn.Query(ctx, "SELECT count() AS n FROM "+db+".spans WHERE trace_id = {id:String}",
+		store.Params{"id": `x' OR '1'='1`}, func([]byte) error { n++; return nil })
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	var out []string
+	err = conn.Query(ctx, "SELECT {s:String} AS s", store.Params{"s": `'; DROP TABLE x; --\`},
+		func(b []byte) error { out = append(out, string(b)); return nil })
+	require.NoError(t, err)
+	assert.Equal(t, []string{`{"s":"'; DROP TABLE x; --\\"}`}, out)
+}

@@ -1,0 +1,93 @@
+package store
+
+import "encoding/json"
+
+// The types below are the query API's JSON (DESIGN.md, "Contracts"). Times in
+// Unix nanoseconds are JSON strings, as in OTLP/JSON, because they do not fit
+// a JavaScript number; durations are numbers.
+
+// Trace is one stored trace with its logs and findings.
+type Trace struct {
+	TraceID  string    `json:"traceId"`
+	Spans    []Span    `json:"spans"`
+	Logs     []Log     `json:"logs"`
+	Findings []Finding `json:"findings"`
+}
+
+// Status is a span's status.
+type Status struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Span is one span of a stored trace.
+type Span struct {
+	TraceID           string            `json:"traceId"`
+	SpanID            string            `json:"spanId"`
+	ParentSpanID      string            `json:"parentSpanId"`
+	TraceState        string            `json:"traceState,omitempty"`
+	Name              string            `json:"name"`
+	Kind              string            `json:"kind"`
+	Service           string            `json:"service"`
+	Host              string            `json:"host"`
+	StartTimeUnixNano uint64            `json:"startTimeUnixNano,string"`
+	EndTimeUnixNano   uint64            `json:"endTimeUnixNano,string"`
+	DurationNano      uint64            `json:"durationNano"`
+	Status            Status            `json:"status"`
+	Attributes        map[string]string `json:"attributes"`
+	Resource          map[string]string `json:"resource"`
+	ScopeName         string            `json:"scopeName,omitempty"`
+	ScopeVersion      string            `json:"scopeVersion,omitempty"`
+	Events            []Event           `json:"events"`
+	Links             []Link            `json:"links"`
+}
+
+// Event is a span event (exceptions, annotations).
+type Event struct {
+	TimeUnixNano uint64            `json:"timeUnixNano,string"`
+	Name         string            `json:"name"`
+	Attributes   map[string]string `json:"attributes"`
+}
+
+// Link is a span link (messaging consumers link to their producers).
+type Link struct {
+	TraceID    string            `json:"traceId"`
+	SpanID     string            `json:"spanId"`
+	Attributes map[string]string `json:"attributes"`
+}
+
+// Log is one log record.
+type Log struct {
+	TimeUnixNano         uint64            `json:"timeUnixNano,string"`
+	ObservedTimeUnixNano uint64            `json:"observedTimeUnixNano,string"`
+	SeverityText         string            `json:"severityText"`
+	SeverityNumber       int               `json:"severityNumber"`
+	Body                 string            `json:"body"`
+	TraceID              string            `json:"traceId"`
+	SpanID               string            `json:"spanId"`
+	Service              string            `json:"service"`
+	Host                 string            `json:"host"`
+	Attributes           map[string]string `json:"attributes"`
+	Resource             map[string]string `json:"resource"`
+}
+
+// Finding is what an analyzer says about a trace.
+type Finding struct {
+	Kind    string   `json:"kind"`
+	SpanIDs []string `json:"spanIds"`
+	Service string   `json:"service"`
+	Value   float64  `json:"value"`
+	Summary string   `json:"summary"`
+}
+
+// eventsJSON and linksJSON are kept as the API's JSON in the spans table.
+func marshalOrEmpty(v any, empty bool) string {
+	if empty {
+		return "[]"
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "[]"
+	}
+	return string(b)
+}

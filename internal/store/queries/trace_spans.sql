@@ -1,0 +1,13 @@
+SELECT
+    trace_id, span_id, parent_span_id, trace_state, toString(name) AS name, toString(kind) AS kind,
+    toString(service) AS service, toString(host) AS host,
+    toInt64(toUnixTimestamp64Nano(timestamp)) AS start_ns, duration_ns,
+    toString(status_code) AS status_code, status_message,
+    CAST(attributes, 'Map(String, String)') AS attributes, CAST(resource, 'Map(String, String)') AS resource,
+    toString(scope_name) AS scope_name, toString(scope_version) AS scope_version, events, links
+FROM ${db}.spans
+WHERE trace_id = {trace_id:String}
+  AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
+  AND timestamp <= fromUnixTimestamp64Nano({end_ns:Int64})
+ORDER BY timestamp, span_id
+LIMIT 1 BY span_id

@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+)
+
+//go:embed queries/*.sql
+var queryFS embed.FS
+
+// Query returns the named query of queries/ for database db.
+func Query(name, db string) string {
+	b, err := queryFS.ReadFile("queries/" + name + ".sql")
+	if err != nil {
+		// Query names are constants of this package; a miss is a build bug.
+		panic(fmt.Sprintf("store: no query %q: %v", name, err))
+	}
+	return strings.ReplaceAll(string(b), "${db}", db)
+}
+
+var traceIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// ValidTraceID reports whether id is a trace id as the API spells it: 32
+// lowercase hex characters, not all zero.
+func ValidTraceID(id string) bool {
+	return traceIDRe.MatchString(id) && id != strings.Repeat("0", 32)
+}
+
+// ReaderConfig bounds what a trace read returns.
+type ReaderConfig struct {
+	// LogWindow is how far before the trace's first span and after its last
+	// one its logs are looked for.
+	LogWindow time.Duration
+	// MaxLogs caps the logs returned with one trace.
+	MaxLogs int
+}
+
+// Reader answers the query API from the store.
+type Reader struct {
+	conn Conn
+	db   string
+	cfg  ReaderConfig
+}
+
+// NewReader returns a reader of database db over conn.
+func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
+	if cfg.LogWindow <= 0 {
+		cfg.LogWindow = time.Hour
+	}
+	if cfg.MaxLogs <= 0 {
+		cfg.MaxLogs = 10000
+	}
+	return &Reader{conn: conn, db: db, cfg: cfg}
+}
+
+type spanDBRow struct {
+	TraceID       string            `json:"trace_id"`
+	SpanID        string            `json:"span_id"`
+	ParentSpanID  string            `json:"parent_span_id"`
+	TraceState    string            `json:"trace_state"`
+	Name          string            `json:"name"`
+	Kind          string            `json:"kind"`
+	Service       string            `json:"service"`
+	Host          string            `json:"host"`
+	StartNs       int64             `json:"start_ns"`
+	DurationNs    uint64            `json:"duration_ns"`
+	StatusCode    string            `json:"status_code"`
+	StatusMessage string            `json:"status_message"`
+	Attributes    map[string]string `json:"attributes"`
+	Resource      map[string]string `json:"resource"`
+	ScopeName     string            `json:"scope_name"`
+	ScopeVersion  string            `json:"scope_version"`
+	Events        string            `json:"events"`
+	Links         string            `json:"links"`
+}
+
+type logDBRow struct {
+	TimeNs         int64             `json:"time_ns"`
+	ObservedNs     int64             `json:"observed_ns"`
+	SeverityText   string            `json:"severity_text"`
+	SeverityNumber int               `json:"severity_number"`
+	Body           string            `json:"body"`
+	TraceID        string            `json:"trace_id"`
+	SpanID         string            `json:"span_id"`
+	Service        string            `json:"service"`
+	Host           string            `json:"host"`
+	Attributes     map[string]string `json:"attributes"`
+	Resource       map[string]string `json:"resource"`
+}
+
+// GetTrace returns the trace's spans, logs and findings, or ErrNotFound.
+// Every read is bounded by the trace's own time window from trace_index.
+func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
+	if !ValidTraceID(traceID) {
+		return nil, fmt.Errorf("trace id %q: want 32 lowercase hex characters", traceID)
+	}
+	var win struct {
+		StartNs int64 `json:"start_ns"`
+		EndNs   int64 `json:"end_ns"`
+	}
+	found := false
+	err := r.conn.Query(ctx, Query("trace_window", r.db), Params{"trace_id": traceID}, func(b []byte) error {
+		found = true
+		return json.Unmarshal(b, &win)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the time window of trace %s: %w", traceID, err)
+	}
+	if !found {
+		return nil, ErrNotFound
+	}
+	t := &Trace{TraceID: traceID, Spans: []Span{}, Logs: []Log{}, Findings: []Finding{}}
+	p := Params{"trace_id": traceID, "start_ns": win.StartNs, "end_ns": win.EndNs}
+	err = r.conn.Query(ctx, Query("trace_spans", r.db), p, func(b []byte) error {
+		var row spanDBRow
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		t.Spans = append(t.Spans, row.span())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the spans of trace %s: %w", traceID, err)
+	}
+	if len(t.Spans) == 0 {
+		return nil, ErrNotFound
+	}
+	w := r.cfg.LogWindow.Nanoseconds()
+	lp := Params{"trace_id": traceID, "from_ns": win.StartNs - w, "to_ns": win.EndNs + w, "limit": uint64(r.cfg.MaxLogs)}
+	err = r.conn.Query(ctx, Query("trace_logs", r.db), lp, func(b []byte) error {
+		var row logDBRow
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		t.Logs = append(t.Logs, row.log())
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the logs of trace %s: %w", traceID, err)
+	}
+	err = r.conn.Query(ctx, Query("trace_findings", r.db), lp, func(b []byte) error {
+		var f Finding
+		if err := json.Unmarshal(b, &f); err != nil {
+			return err
+		}
+		t.Findings = append(t.Findings, f)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the findings of trace %s: %w", traceID, err)
+	}
+	return t, nil
+}
+
+func (row spanDBRow) span() Span {
+	s := Span{
+		TraceID: row.TraceID, SpanID: row.SpanID, ParentSpanID: row.ParentSpanID, TraceState: row.TraceState,
+		Name: row.Name, Kind: row.Kind, Service: row.Service, Host: row.Host,
+		StartTimeUnixNano: uint64(row.StartNs), EndTimeUnixNano: uint64(row.StartNs) + row.DurationNs,
+		DurationNano: row.DurationNs,
+		Status:       Status{Code: row.StatusCode, Message: row.StatusMessage},
+		Attributes:   nonNil(row.Attributes), Resource: nonNil(row.Resource),
+		ScopeName: row.ScopeName, ScopeVersion: row.ScopeVersion,
+		Events: []Event{}, Links: []Link{},
+	}
+	// Events and links were written by this package as the API's JSON; a
+	// row that does not parse is shown without them rather than failing the
+	// whole trace.
+	_ = json.Unmarshal([]byte(row.Events), &s.Events)
+	_ = json.Unmarshal([]byte(row.Links), &s.Links)
+	return s
+}
+
+func (row logDBRow) log() Log {
+	return Log{
+		TimeUnixNano: uint64(row.TimeNs), ObservedTimeUnixNano: uint64(row.ObservedNs),
+		SeverityText: row.SeverityText, SeverityNumber: row.SeverityNumber, Body: row.Body,
+		TraceID: row.TraceID, SpanID: row.SpanID, Service: row.Service, Host: row.Host,
+		Attributes: nonNil(row.Attributes), Resource: nonNil(row.Resource),
+	}
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
+}

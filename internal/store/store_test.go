@@ -1,0 +1,78 @@
+package store
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestRenderParams(t *testing.T) {
+	tests := []struct {
+		name    string
+		query   string
+		params  Params
+		want    string
+		wantErr string
+	}{
+		{"string", "x = {a:String}", Params{"a": "abc"}, "x = 'abc'", ""},
+		{"quote cannot end the literal", "x = {a:String}", Params{"a": `' OR 1=1 --`}, `x = '\' OR 1=1 --'`, ""},
+		{"backslash escaped", "x = {a:String}", Params{"a": `\'`}, `x = '\\\''`, ""},
+		{"nul escaped", "x = {a:String}", Params{"a": "a\x00b"}, `x = 'a\0b'`, ""},
+		{"ints", "{a:Int64} {b:UInt64} {c:Int64}", Params{"a": int64(-5), "b": uint64(7), "c": 3}, "-5 7 3", ""},
+		{"missing", "{a:String}", Params{}, "", `"a" has no value`},
+		{"type mismatch", "{a:Int64}", Params{"a": "1; DROP"}, "", "string value for type Int64"},
+		{"unsupported", "{a:String}", Params{"a": 1.5}, "", "unsupported value type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := RenderParams(tt.query, tt.params)
+			if tt.wantErr != "" {
+				require.ErrorContains(t, err, tt.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestSchemaStatements(t *testing.T) {
+	stmts, err := SchemaStatements("tsdb")
+	require.NoError(t, err)
+	require.GreaterOrEqual(t, len(stmts), 6)
+	assert.Equal(t, "CREATE DATABASE IF NOT EXISTS tsdb", stmts[0])
+	for _, s := range stmts {
+		assert.NotContains(t, s, "${db}")
+		assert.NotContains(t, s, "--", "comments are dropped")
+		assert.False(t, strings.HasSuffix(s, ";"))
+		assert.Contains(t, s, "IF NOT EXISTS", "every statement must be idempotent: %s", firstLine(s))
+	}
+	_, err = SchemaStatements("bad-name; DROP")
+	require.Error(t, err)
+}
+
+func TestQueriesSnapshot(t *testing.T) {
+	for _, name := range []string{"trace_window", "trace_spans", "trace_logs", "trace_findings"} {
+		q := Query(name, "tsdb")
+		assert.Contains(t, q, "tsdb.", name)
+		assert.Contains(t, q, "{trace_id:String}", "%s reads one trace by a bound parameter", name)
+		assert.NotContains(t, q, "${db}")
+	}
+	assert.Contains(t, Query("trace_spans", "tsdb"), "fromUnixTimestamp64Nano({start_ns:Int64})", "span reads are bounded by the trace's window")
+}
+
+func TestNanosText(t *testing.T) {
+	assert.Equal(t, "1700000000.000000001", nanosText(1700000000000000001))
+	assert.Equal(t, "0.000000000", nanosText(0))
+	assert.Equal(t, "1.123456789", nanosText(1123456789))
+}
+
+func TestValidTraceID(t *testing.T) {
+	assert.True(t, ValidTraceID("4bf92f3577b34da6a3ce929d0e0e4736"))
+	assert.False(t, ValidTraceID("4BF92F3577B34DA6A3CE929D0E0E4736"))
+	assert.False(t, ValidTraceID("00000000000000000000000000000000"))
+	assert.False(t, ValidTraceID("4bf92f3577b34da6"))
+	assert.False(t, ValidTraceID("4bf92f3577b34da6a3ce929d0e0e473'"))
+}

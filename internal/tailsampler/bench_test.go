@@ -1,0 +1,149 @@
+package tailsampler
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
+)
+
+const (
+	benchSpansPerRequest = 500
+	benchSpansPerTrace   = 10
+)
+
+// benchRequest is the shape of the measured OTLP traffic (see DESIGN.md):
+// 500 spans, 10 attributes each, here as 50 traces of 10 spans.
+func benchRequest() ptrace.Traces {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "checkout")
+	rs.Resource().Attributes().PutStr("host.name", "node-17")
+	rs.Resource().Attributes().PutStr("telemetry.sdk.language", "java")
+	ss := rs.ScopeSpans().AppendEmpty()
+	ss.Scope().SetName("io.opentelemetry.spring-webmvc-6.0")
+	base := pcommon.NewTimestampFromTime(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC))
+	for i := range benchSpansPerRequest {
+		span := ss.Spans().AppendEmpty()
+		var sid pcommon.SpanID
+		binary.BigEndian.PutUint64(sid[:], uint64(i)+1)
+		span.SetSpanID(sid)
+		span.SetName("GET /api/orders/{id}")
+		span.SetKind(ptrace.SpanKindServer)
+		span.SetStartTimestamp(base + pcommon.Timestamp(i)*1000)
+		span.SetEndTimestamp(base + pcommon.Timestamp(i)*1000 + 2_000_000)
+		a := span.Attributes()
+		a.PutStr("http.request.method", "GET")
+		a.PutStr("http.route", "/api/orders/{id}")
+		a.PutInt("http.response.status_code", 200)
+		a.PutStr("url.path", "/api/orders/12345")
+		a.PutStr("url.scheme", "https")
+		a.PutStr("server.address", "orders.internal")
+		a.PutInt("server.port", 8443)
+		a.PutStr("network.protocol.version", "1.1")
+		a.PutStr("user_agent.original", "okhttp/4.12.0")
+		a.PutStr("client.address", "10.1.2.3")
+	}
+	return td
+}
+
+// setBenchTraceIDs gives request number n its own 50 trace ids so that every
+// iteration buffers new traces instead of hitting the decision cache.
+func setBenchTraceIDs(td ptrace.Traces, n uint64) {
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := range spans.Len() {
+		var id pcommon.TraceID
+		binary.BigEndian.PutUint64(id[:8], n)
+		binary.BigEndian.PutUint64(id[8:], (n*benchSpansPerRequest+uint64(i/benchSpansPerTrace))*0x9e3779b97f4a7c15)
+		spans.At(i).SetTraceID(id)
+	}
+}
+
+// BenchmarkConsumeTraces measures the whole path: grouping and copying in
+// ConsumeTraces, ingestion in the shards and, every 64 requests, a decision
+// pass with the default 1 % baseline, so the buffers stay bounded.
+func BenchmarkConsumeTraces(b *testing.B) {
+	for _, shards := range []int{1, 4} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			cfg := createDefaultConfig()
+			cfg.NumShards = shards
+			proc, err := NewFactory().CreateTraces(context.Background(),
+				processortest.NewNopSettings(component.MustNewType(typeStr)), cfg, consumertest.NewNop())
+			if err != nil {
+				b.Fatal(err)
+			}
+			p := proc.(*sampler)
+			clock := newFakeClock()
+			p.now = clock.Now
+			p.tick = 0
+			if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				if err := p.Shutdown(context.Background()); err != nil {
+					b.Fatal(err)
+				}
+			}()
+			td := benchRequest()
+			ctx := context.Background()
+
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				setBenchTraceIDs(td, uint64(i))
+				if err := p.ConsumeTraces(ctx, td); err != nil {
+					b.Fatal(err)
+				}
+				if i%64 == 63 {
+					if err := p.decideAll(clock.Now().Add(cfg.DecisionWait)); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			if err := p.decideAll(clock.Now().Add(cfg.DecisionWait)); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(b.N)*benchSpansPerRequest/b.Elapsed().Seconds(), "spans/s")
+		})
+	}
+}
+
+// BenchmarkKeepReason is the per-span rule cost: a healthy span with 10
+// attributes is the common and the most expensive case (every key is
+// looked at).
+func BenchmarkKeepReason(b *testing.B) {
+	spans := benchRequest().ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	healthy := spans.At(0)
+	withException := ptrace.NewSpan()
+	healthy.CopyTo(withException)
+	withException.Status().SetCode(ptrace.StatusCodeError)
+	withException.Status().SetMessage("Internal error")
+	ev := withException.Events().AppendEmpty()
+	ev.SetName("exception")
+	ev.Attributes().PutStr("exception.type", "java.lang.IllegalStateException")
+	ev.Attributes().PutStr("exception.message", "order not found")
+
+	for _, bc := range []struct {
+		name string
+		span ptrace.Span
+	}{{"healthy", healthy}, {"error_with_exception", withException}} {
+		b.Run(bc.name, func(b *testing.B) {
+			id := pcommon.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+			threshold := baselineThreshold(0.01)
+			b.ReportAllocs()
+			var r Reason
+			for b.Loop() {
+				r = decide(spanReason(bc.span), 2*time.Millisecond, time.Second, id, threshold)
+			}
+			_ = r
+		})
+	}
+}

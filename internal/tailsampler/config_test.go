@@ -1,0 +1,147 @@
+package tailsampler
+
+import (
+	"math"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+)
+
+func TestCreateDefaultConfig(t *testing.T) {
+	f := NewFactory()
+	assert.Equal(t, typeStr, f.Type().String())
+	assert.Equal(t, component.StabilityLevelDevelopment, f.TracesStability())
+
+	cfg := f.CreateDefaultConfig()
+	require.NoError(t, componenttest.CheckConfigStruct(cfg))
+	require.NoError(t, confmap.Validate(cfg))
+	assert.Equal(t, &Config{
+		NumShards:         0,
+		DecisionWait:      10 * time.Second,
+		SlowThreshold:     time.Second,
+		BaselineRatio:     0.01,
+		DecisionCacheSize: 100000,
+		ShardQueueSize:    64,
+	}, cfg)
+}
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+
+	typ := component.MustNewType(typeStr)
+	tests := []struct {
+		id      component.ID
+		want    *Config
+		wantErr []string // YAML keys the error must name
+	}{
+		{id: component.NewID(typ), want: createDefaultConfig()},
+		{
+			id: component.NewIDWithName(typ, "custom"),
+			want: &Config{
+				NumShards:         4,
+				DecisionWait:      30 * time.Second,
+				SlowThreshold:     500 * time.Millisecond,
+				BaselineRatio:     0.05,
+				DecisionCacheSize: 2000,
+				ShardQueueSize:    16,
+			},
+		},
+		{id: component.NewIDWithName(typ, "negative_shards"), wantErr: []string{"`num_shards`"}},
+		{id: component.NewIDWithName(typ, "zero_wait"), wantErr: []string{"`decision_wait` must be positive"}},
+		{id: component.NewIDWithName(typ, "negative_slow"), wantErr: []string{"`slow_threshold` must be positive"}},
+		{id: component.NewIDWithName(typ, "ratio_above_one"), wantErr: []string{"`baseline_ratio` must be in [0, 1]"}},
+		{id: component.NewIDWithName(typ, "ratio_negative"), wantErr: []string{"`baseline_ratio`"}},
+		{id: component.NewIDWithName(typ, "zero_cache"), wantErr: []string{"`decision_cache_size` must be positive"}},
+		{id: component.NewIDWithName(typ, "zero_queue"), wantErr: []string{"`shard_queue_size` must be positive"}},
+		{id: component.NewIDWithName(typ, "several_errors"), wantErr: []string{"`decision_wait`", "`shard_queue_size`"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			sub, err := cm.Sub(tt.id.String())
+			require.NoError(t, err)
+			cfg := NewFactory().CreateDefaultConfig()
+			require.NoError(t, sub.Unmarshal(cfg))
+
+			err = confmap.Validate(cfg)
+			if len(tt.wantErr) == 0 {
+				require.NoError(t, err)
+				assert.Equal(t, tt.want, cfg)
+				return
+			}
+			require.Error(t, err)
+			for _, key := range tt.wantErr {
+				assert.Contains(t, err.Error(), key)
+			}
+		})
+	}
+}
+
+func TestValidateInvalid(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantKey string
+	}{
+		{"negative shards", func(c *Config) { c.NumShards = -3 }, "`num_shards`"},
+		{"zero decision wait", func(c *Config) { c.DecisionWait = 0 }, "`decision_wait`"},
+		{"negative decision wait", func(c *Config) { c.DecisionWait = -time.Second }, "`decision_wait`"},
+		{"zero slow threshold", func(c *Config) { c.SlowThreshold = 0 }, "`slow_threshold`"},
+		{"ratio above one", func(c *Config) { c.BaselineRatio = 1.0001 }, "`baseline_ratio`"},
+		{"ratio negative", func(c *Config) { c.BaselineRatio = -0.5 }, "`baseline_ratio`"},
+		{"ratio NaN", func(c *Config) { c.BaselineRatio = math.NaN() }, "`baseline_ratio`"},
+		{"zero cache", func(c *Config) { c.DecisionCacheSize = 0 }, "`decision_cache_size`"},
+		{"negative queue", func(c *Config) { c.ShardQueueSize = -1 }, "`shard_queue_size`"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			tt.mutate(cfg)
+			err := cfg.Validate()
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantKey)
+		})
+	}
+}
+
+func TestValidateBoundaries(t *testing.T) {
+	for _, ratio := range []float64{0, 1} {
+		cfg := createDefaultConfig()
+		cfg.BaselineRatio = ratio
+		assert.NoError(t, cfg.Validate(), "baseline_ratio %v", ratio)
+	}
+}
+
+func TestDerivedSettings(t *testing.T) {
+	cfg := createDefaultConfig()
+	assert.Equal(t, runtime.NumCPU(), cfg.shards())
+	cfg.NumShards = 3
+	assert.Equal(t, 3, cfg.shards())
+
+	cfg.DecisionCacheSize = 10
+	assert.Equal(t, 3, cfg.cachePerShard(3))
+	cfg.DecisionCacheSize = 2
+	assert.Equal(t, 1, cfg.cachePerShard(3), "at least one decision per shard")
+
+	for _, tt := range []struct{ wait, want time.Duration }{
+		{10 * time.Second, time.Second},
+		{2 * time.Second, 400 * time.Millisecond},
+		{20 * time.Millisecond, 10 * time.Millisecond},
+		{time.Millisecond, 10 * time.Millisecond},
+	} {
+		cfg.DecisionWait = tt.wait
+		assert.Equal(t, tt.want, cfg.tickInterval(), "decision_wait %s", tt.wait)
+	}
+
+	assert.Equal(t, uint64(0), baselineThreshold(0))
+	assert.Equal(t, uint64(1)<<56, baselineThreshold(1))
+	assert.Equal(t, uint64(1)<<55, baselineThreshold(0.5))
+}

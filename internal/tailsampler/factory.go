@@ -1,0 +1,38 @@
+// Package tailsampler is tracesift's tail-sampling processor: it buffers each
+// trace in the shard that owns its trace id until the trace has been quiet for
+// decision_wait, then keeps it if it has an error, a timeout, is slow, or falls
+// in the deterministic baseline, and forwards kept traces whole.
+package tailsampler
+
+import (
+	"context"
+	"fmt"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/processor"
+)
+
+// typeStr is the component type, as written in the collector configuration.
+const typeStr = "tracesift_sampler"
+
+// NewFactory returns the factory of the tracesift_sampler processor.
+func NewFactory() processor.Factory {
+	return processor.NewFactory(
+		component.MustNewType(typeStr),
+		func() component.Config { return createDefaultConfig() },
+		processor.WithTraces(createTraces, component.StabilityLevelDevelopment),
+	)
+}
+
+func createTraces(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
+	c, ok := cfg.(*Config)
+	if !ok {
+		return nil, fmt.Errorf("%s: unexpected config type %T", typeStr, cfg)
+	}
+	p, err := newSampler(set, c, next)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}

@@ -1,0 +1,371 @@
+package tailsampler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+	"go.uber.org/zap"
+)
+
+var (
+	errNotStarted = errors.New("tracesift_sampler: not started")
+	errStopped    = errors.New("tracesift_sampler: shut down, not accepting spans")
+)
+
+// rules are the keep-rule parameters shared read-only by all shards.
+type rules struct {
+	wait      time.Duration
+	slow      time.Duration
+	baseline  uint64 // see baselineThreshold
+	cacheSize int    // decisions remembered per shard
+}
+
+// sampler is the tracesift_sampler processor: it routes every span to the
+// shard owning its trace id, so a shard sees whole traces and needs no lock.
+type sampler struct {
+	logger *zap.Logger
+	next   consumer.Traces
+	tel    *telemetry
+	rules  rules
+	shards []*shard
+
+	// now is the clock of the shards; tests replace it before Start to drive
+	// time without sleeping.
+	now func() time.Time
+	// tick is the interval of the shards' decision ticker; tests set 0 before
+	// Start to disable it and drive decision passes with decideAll.
+	tick time.Duration
+
+	// invalidLogged makes the warning about spans without ids appear once per
+	// processor: a misbehaving client would otherwise flood the log.
+	invalidLogged atomic.Bool
+	scratch       sync.Pool
+
+	// mu is held shared while sending to the shard channels and exclusively
+	// to close them, so that no send can hit a closed channel.
+	mu       sync.RWMutex
+	started  bool
+	stopped  bool
+	stopping chan struct{} // closed first thing in Shutdown: unblocks senders waiting on a full queue
+	stopOnce sync.Once
+
+	runCtx    context.Context // for calls to next; cancelled if Shutdown runs out of time
+	cancelRun context.CancelFunc
+	wg        sync.WaitGroup
+}
+
+var _ processor.Traces = (*sampler)(nil)
+
+func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sampler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("tracesift_sampler: invalid config: %w", err)
+	}
+	if next == nil {
+		return nil, errors.New("tracesift_sampler: nil next consumer")
+	}
+	tel, err := newTelemetry(set.TelemetrySettings.MeterProvider)
+	if err != nil {
+		return nil, fmt.Errorf("tracesift_sampler: creating self-metrics: %w", err)
+	}
+	logger := set.TelemetrySettings.Logger
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	n := cfg.shards()
+	p := &sampler{
+		logger: logger,
+		next:   next,
+		tel:    tel,
+		rules: rules{
+			wait:      cfg.DecisionWait,
+			slow:      cfg.SlowThreshold,
+			baseline:  baselineThreshold(cfg.BaselineRatio),
+			cacheSize: cfg.cachePerShard(n),
+		},
+		now:      time.Now,
+		tick:     cfg.tickInterval(),
+		stopping: make(chan struct{}),
+	}
+	p.shards = make([]*shard, n)
+	for i := range p.shards {
+		p.shards[i] = newShard(i, p, cfg.ShardQueueSize)
+	}
+	p.scratch.New = func() any {
+		return &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n)}
+	}
+	return p, nil
+}
+
+// Capabilities: spans are copied out of the request, which stays untouched.
+func (p *sampler) Capabilities() consumer.Capabilities {
+	return consumer.Capabilities{MutatesData: false}
+}
+
+// Start launches one goroutine per shard.
+func (p *sampler) Start(context.Context, component.Host) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return errors.New("tracesift_sampler: start after shutdown")
+	}
+	if p.started {
+		return errors.New("tracesift_sampler: already started")
+	}
+	p.started = true
+	p.runCtx, p.cancelRun = context.WithCancel(context.Background())
+	ctx, tick := p.runCtx, p.tick
+	for _, s := range p.shards {
+		p.wg.Go(func() { s.run(ctx, tick) })
+	}
+	return nil
+}
+
+// Shutdown stops accepting spans, lets every shard drain its queue, decides
+// every buffered trace at once (slow judged on what has arrived) and forwards
+// the kept ones before returning. If ctx ends first, calls to the next
+// consumer are cancelled and Shutdown still waits for the shards to exit, so
+// no goroutine outlives the processor.
+func (p *sampler) Shutdown(ctx context.Context) error {
+	p.stopOnce.Do(func() { close(p.stopping) })
+	p.mu.Lock()
+	running := p.started && !p.stopped
+	p.stopped = true
+	if running {
+		for _, s := range p.shards {
+			close(s.in)
+		}
+	}
+	p.mu.Unlock()
+	if !running {
+		return nil
+	}
+
+	done := make(chan struct{})
+	go func() {
+		p.wg.Wait()
+		close(done)
+	}()
+	defer p.cancelRun()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		p.cancelRun()
+		<-done
+		return fmt.Errorf("tracesift_sampler: shutdown did not finish flushing buffered traces: %w", ctx.Err())
+	}
+}
+
+// ConsumeTraces groups the spans of td by trace id and hands each shard its
+// traces in one channel send, blocking while the shard's queue is full. If ctx
+// ends while blocked, shards already served keep their part, so a retry by the
+// caller delivers those spans twice: a duplicate is preferred to holding the
+// caller until every queue has room.
+func (p *sampler) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	sc := p.scratch.Get().(*scratch)
+	defer p.putScratch(sc)
+
+	received, invalid := p.group(td, sc)
+	p.tel.spansReceived.Add(ctx, int64(received))
+	if invalid > 0 {
+		p.tel.spansInvalid.Add(ctx, int64(invalid))
+		if p.invalidLogged.CompareAndSwap(false, true) {
+			p.logger.Warn("Skipping spans with an empty trace id or span id: they cannot be assigned to a trace. "+
+				"Fix the instrumentation that sends them; they are counted in tracesift_sampler_spans_invalid "+
+				"(this message is logged once).",
+				zap.Int("invalid_spans_in_request", invalid))
+		}
+	}
+	if len(sc.builders) == 0 {
+		return nil
+	}
+	return p.send(ctx, p.partition(sc))
+}
+
+// scratch is the per-call grouping state, pooled because a request has tens
+// of traces and the map would otherwise be rebuilt on every call.
+type scratch struct {
+	index    map[pcommon.TraceID]int
+	builders []chunkBuilder
+	counts   []int
+}
+
+// chunkBuilder accumulates the spans of one trace from one request.
+type chunkBuilder struct {
+	traceChunk
+	shard int
+	// Position in the request of the ResourceSpans/ScopeSpans the destination
+	// rs/ss were copied from: spans are visited in order, so comparing with the
+	// last position is enough to copy each Resource and Scope once per trace.
+	rsIdx, ssIdx int
+	rs           ptrace.ResourceSpans
+	ss           ptrace.ScopeSpans
+}
+
+// maxPooledTraces bounds what a pooled scratch keeps: one huge request should
+// not pin a huge map for the life of the process.
+const maxPooledTraces = 4096
+
+func (p *sampler) putScratch(sc *scratch) {
+	if len(sc.builders) > maxPooledTraces {
+		return
+	}
+	clear(sc.index)
+	clear(sc.builders) // drop references to pdata now owned by the shards
+	sc.builders = sc.builders[:0]
+	clear(sc.counts)
+	p.scratch.Put(sc)
+}
+
+// group copies the valid spans of td into one ptrace.Traces per trace id.
+func (p *sampler) group(td ptrace.Traces, sc *scratch) (received, invalid int) {
+	last := -1 // spans of a trace tend to be adjacent: skip the map lookup then
+	rss := td.ResourceSpans()
+	for i := 0; i < rss.Len(); i++ {
+		rs := rss.At(i)
+		sss := rs.ScopeSpans()
+		for j := 0; j < sss.Len(); j++ {
+			ss := sss.At(j)
+			spans := ss.Spans()
+			received += spans.Len()
+			for k := 0; k < spans.Len(); k++ {
+				span := spans.At(k)
+				id := span.TraceID()
+				if id.IsEmpty() || span.SpanID().IsEmpty() {
+					invalid++
+					continue
+				}
+				if last < 0 || sc.builders[last].id != id {
+					idx, ok := sc.index[id]
+					if !ok {
+						idx = len(sc.builders)
+						sc.builders = append(sc.builders, chunkBuilder{
+							traceChunk: newTraceChunk(id),
+							shard:      shardOf(id, len(p.shards)),
+							rsIdx:      -1,
+							ssIdx:      -1,
+						})
+						sc.index[id] = idx
+					}
+					last = idx
+				}
+				b := &sc.builders[last]
+				if b.rsIdx != i {
+					b.rs = b.spans.ResourceSpans().AppendEmpty()
+					rs.Resource().CopyTo(b.rs.Resource())
+					b.rs.SetSchemaUrl(rs.SchemaUrl())
+					b.rsIdx, b.ssIdx = i, -1
+				}
+				if b.ssIdx != j {
+					b.ss = b.rs.ScopeSpans().AppendEmpty()
+					ss.Scope().CopyTo(b.ss.Scope())
+					b.ss.SetSchemaUrl(ss.SchemaUrl())
+					b.ssIdx = j
+				}
+				span.CopyTo(b.ss.Spans().AppendEmpty())
+				b.add(span)
+			}
+		}
+	}
+	return received, invalid
+}
+
+// partition lays the chunks out shard by shard in one allocation; each shard
+// receives its own sub-slice.
+func (p *sampler) partition(sc *scratch) [][]traceChunk {
+	for i := range sc.builders {
+		sc.counts[sc.builders[i].shard]++
+	}
+	backing := make([]traceChunk, len(sc.builders))
+	batches := make([][]traceChunk, len(p.shards))
+	off := 0
+	for s, c := range sc.counts {
+		if c > 0 {
+			batches[s] = backing[off : off : off+c]
+			off += c
+		}
+	}
+	for i := range sc.builders {
+		b := &sc.builders[i]
+		batches[b.shard] = append(batches[b.shard], b.traceChunk)
+	}
+	return batches
+}
+
+func (p *sampler) send(ctx context.Context, batches [][]traceChunk) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.stopped {
+		return errStopped
+	}
+	if !p.started {
+		return errNotStarted
+	}
+	// Arrival is stamped here rather than when a shard gets to the batch, so
+	// that time spent queued does not count as the trace being quiet.
+	at := p.now()
+	for i, b := range batches {
+		if len(b) == 0 {
+			continue
+		}
+		select {
+		case p.shards[i].in <- shardMsg{chunks: b, at: at}:
+		case <-ctx.Done():
+			return fmt.Errorf("tracesift_sampler: queue of shard %d full (raise `shard_queue_size` or `num_shards`): %w", i, ctx.Err())
+		case <-p.stopping:
+			return errStopped
+		}
+	}
+	return nil
+}
+
+// decideAll runs one decision pass on every shard as if the clock read now,
+// and returns once the kept traces have been handed to the next consumer.
+// Passes travel through the shard queues, so every batch accepted before the
+// call is ingested first. It is the tests' substitute for the ticker.
+func (p *sampler) decideAll(now time.Time) error {
+	passes := make([]decisionPass, len(p.shards))
+	p.mu.RLock()
+	if p.stopped {
+		p.mu.RUnlock()
+		return errStopped
+	}
+	if !p.started {
+		p.mu.RUnlock()
+		return errNotStarted
+	}
+	for i, s := range p.shards {
+		passes[i] = decisionPass{now: now, done: make(chan struct{})}
+		s.in <- shardMsg{pass: &passes[i]}
+	}
+	p.mu.RUnlock()
+	for i := range passes {
+		<-passes[i].done
+	}
+	return nil
+}
+
+// shardOf hashes the trace id with FNV-1a rather than taking its bytes: ids
+// from 64-bit tracers have a zero upper half, and some generators are not
+// random at all.
+func shardOf(id pcommon.TraceID, n int) int {
+	const (
+		offset64 = 14695981039346656037
+		prime64  = 1099511628211
+	)
+	h := uint64(offset64)
+	for _, b := range id {
+		h ^= uint64(b)
+		h *= prime64
+	}
+	return int(h % uint64(n))
+}

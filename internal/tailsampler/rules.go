@@ -1,0 +1,242 @@
+package tailsampler
+
+import (
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// Reason says why a trace is kept. It is the value of the `reason` attribute
+// of the tracesift_sampler_traces_decided metric.
+type Reason string
+
+// Keep reasons, in order of precedence: when several apply to a trace, the
+// first one in this list is reported.
+const (
+	// ReasonError: a span has status ERROR and is not a timeout.
+	ReasonError Reason = "error"
+	// ReasonTimeout: a span is a timeout (HTTP 504/408, gRPC DEADLINE_EXCEEDED,
+	// an error.type/exception.type or status message naming a timeout or
+	// deadline). A span that is both ERROR and a timeout counts as a timeout,
+	// the more specific of the two, because "timeout" tells an engineer where to
+	// look while almost every timeout is also reported as ERROR.
+	ReasonTimeout Reason = "timeout"
+	// ReasonSlow: end-to-end time (latest span end − earliest span start) is at
+	// least slow_threshold.
+	ReasonSlow Reason = "slow"
+	// ReasonBaseline: none of the above, kept by the deterministic baseline.
+	ReasonBaseline Reason = "baseline"
+	// ReasonNone: nothing applies; the trace is dropped.
+	ReasonNone Reason = ""
+)
+
+// rank orders reasons by precedence so that a trace's reason can be folded
+// incrementally as its spans arrive.
+func (r Reason) rank() int {
+	switch r {
+	case ReasonError:
+		return 4
+	case ReasonTimeout:
+		return 3
+	case ReasonSlow:
+		return 2
+	case ReasonBaseline:
+		return 1
+	}
+	return 0
+}
+
+// stronger returns whichever of a and b takes precedence.
+func stronger(a, b Reason) Reason {
+	if b.rank() > a.rank() {
+		return b
+	}
+	return a
+}
+
+// metricValue is the reason as exported in metrics, where an empty attribute
+// would be ambiguous.
+func (r Reason) metricValue() string {
+	if r == ReasonNone {
+		return "none"
+	}
+	return string(r)
+}
+
+// spanReason is the keep reason a single span carries on its own: timeout,
+// error or none. Slow and baseline need the whole trace, see decide.
+func spanReason(span ptrace.Span) Reason {
+	if isTimeoutSpan(span) {
+		return ReasonTimeout
+	}
+	if span.Status().Code() == ptrace.StatusCodeError {
+		return ReasonError
+	}
+	return ReasonNone
+}
+
+// decide is the keep decision for a whole trace. known is the strongest span
+// reason seen (see spanReason), e2e the trace's end-to-end time, threshold the
+// baseline bound from baselineThreshold.
+func decide(known Reason, e2e, slowThreshold time.Duration, id pcommon.TraceID, threshold uint64) Reason {
+	if known == ReasonError || known == ReasonTimeout {
+		return known
+	}
+	if e2e >= slowThreshold {
+		return ReasonSlow
+	}
+	if baselineKeep(id, threshold) {
+		return ReasonBaseline
+	}
+	return ReasonNone
+}
+
+// baselineKeep follows the W3C Trace Context level 2 / OTel convention that
+// the last 7 bytes of a trace id are random: reading them as a 56-bit
+// big-endian number gives a uniform value that every node computes alike.
+func baselineKeep(id pcommon.TraceID, threshold uint64) bool {
+	var r uint64
+	for _, b := range id[9:] {
+		r = r<<8 | uint64(b)
+	}
+	return r < threshold
+}
+
+// Attribute keys the timeout rule looks at (OTel semantic conventions, old and
+// new HTTP names).
+const (
+	attrHTTPResponseStatus = "http.response.status_code"
+	attrHTTPStatus         = "http.status_code"
+	attrGRPCStatus         = "rpc.grpc.status_code"
+	attrErrorType          = "error.type"
+	attrExceptionType      = "exception.type"
+
+	exceptionEventName = "exception"
+
+	grpcDeadlineExceeded = 4
+)
+
+func isTimeoutSpan(span ptrace.Span) bool {
+	if timeoutAttrs(span.Attributes(), true) {
+		return true
+	}
+	if namesTimeout(span.Status().Message()) {
+		return true
+	}
+	events := span.Events()
+	for i := 0; i < events.Len(); i++ {
+		ev := events.At(i)
+		if ev.Name() == exceptionEventName && timeoutAttrs(ev.Attributes(), false) {
+			return true
+		}
+	}
+	return false
+}
+
+// timeoutAttrs scans the attributes once instead of one Get per key: spans
+// carry a handful of keys, and this runs for every span received.
+// Status codes only count on the span itself (withStatus); events carry
+// only the error and exception type.
+func timeoutAttrs(attrs pcommon.Map, withStatus bool) bool {
+	for k, v := range attrs.All() {
+		switch k {
+		case attrHTTPResponseStatus, attrHTTPStatus:
+			if withStatus && isHTTPTimeoutStatus(v) {
+				return true
+			}
+		case attrGRPCStatus:
+			if withStatus && isGRPCDeadlineExceeded(v) {
+				return true
+			}
+		case attrErrorType, attrExceptionType:
+			if v.Type() == pcommon.ValueTypeStr && namesTimeout(v.Str()) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// isHTTPTimeoutStatus: 504 Gateway Timeout and 408 Request Timeout, sent as
+// int (semantic conventions) or as string (some older instrumentations).
+func isHTTPTimeoutStatus(v pcommon.Value) bool {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		c := v.Int()
+		return c == 504 || c == 408
+	case pcommon.ValueTypeStr:
+		s := v.Str()
+		return s == "504" || s == "408"
+	case pcommon.ValueTypeDouble:
+		c := v.Double()
+		return c == 504 || c == 408
+	}
+	return false
+}
+
+func isGRPCDeadlineExceeded(v pcommon.Value) bool {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return v.Int() == grpcDeadlineExceeded
+	case pcommon.ValueTypeStr:
+		s := v.Str()
+		return s == "4" || equalFoldASCII(s, "DEADLINE_EXCEEDED")
+	}
+	return false
+}
+
+// namesTimeout reports whether s names a timeout or a deadline, case
+// insensitively: "SocketTimeoutException", "ETIMEDOUT", "timed out",
+// "context.DeadlineExceeded".
+func namesTimeout(s string) bool {
+	if len(s) < len("timeout") { // the shortest needle is 7 bytes ("timeout"); fast path for the common empty message
+		return false
+	}
+	return containsFoldASCII(s, "timeout") ||
+		containsFoldASCII(s, "timedout") ||
+		containsFoldASCII(s, "timed out") ||
+		containsFoldASCII(s, "deadline")
+}
+
+// containsFoldASCII is strings.Contains(strings.ToLower(s), needle) for a
+// lowercase ASCII needle, without allocating: it runs on every span.
+func containsFoldASCII(s, needle string) bool {
+	n := len(needle)
+	for i := 0; i+n <= len(s); i++ {
+		if lowerASCII(s[i]) != needle[0] {
+			continue
+		}
+		j := 1
+		for j < n && lowerASCII(s[i+j]) == needle[j] {
+			j++
+		}
+		if j == n {
+			return true
+		}
+	}
+	return false
+}
+
+func equalFoldASCII(s, upper string) bool {
+	if len(s) != len(upper) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		if c != upper[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if c >= 'A' && c <= 'Z' {
+		return c + ('a' - 'A')
+	}
+	return c
+}
