@@ -1,0 +1,90 @@
+package query
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+type fakeReader map[string]*store.Trace
+
+func (f fakeReader) GetTrace(_ context.Context, id string) (*store.Trace, error) {
+	if id == "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee" {
+		return nil, errors.New("connection refused")
+	}
+	if t, ok := f[id]; ok {
+		return t, nil
+	}
+	return nil, store.ErrNotFound
+}
+
+func TestGetTrace(t *testing.T) {
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	reader := fakeReader{id: {
+		TraceID: id,
+		Spans: []store.Span{{TraceID: id, SpanID: "00f067aa0ba902b7", StartTimeUnixNano: 1796010663450975897,
+			EndTimeUnixNano: 1796010663455975897, DurationNano: 5000000, Status: store.Status{Code: "ERROR"}}},
+		Logs: []store.Log{}, Findings: []store.Finding{},
+	}}
+	h := NewHandler(reader, zap.NewNop())
+	tests := []struct {
+		path     string
+		wantCode int
+		wantBody string
+	}{
+		{"/api/v1/traces/" + id, http.StatusOK, `"startTimeUnixNano":"1796010663450975897"`},
+		{"/api/v1/traces/" + strings.ToUpper(id), http.StatusBadRequest, "use lowercase hex"},
+		{"/api/v1/traces/xyz", http.StatusBadRequest, "malformed trace id"},
+		{"/api/v1/traces/" + strings.Repeat("0", 32), http.StatusBadRequest, "malformed trace id"},
+		{"/api/v1/traces/%27%20OR%201=1", http.StatusBadRequest, "malformed trace id"},
+		{"/api/v1/traces/0123456789abcdef0123456789abcdef", http.StatusNotFound, "is not stored"},
+		{"/api/v1/traces/eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", http.StatusInternalServerError, "see the server log"},
+		{"/api/v1/nothing", http.StatusNotFound, "no such endpoint"},
+		{"/health", http.StatusOK, `"ok"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, tt.path, nil))
+			assert.Equal(t, tt.wantCode, rec.Code)
+			assert.Equal(t, "application/json", rec.Header().Get("Content-Type"))
+			assert.Contains(t, rec.Body.String(), tt.wantBody)
+			assert.True(t, json.Valid(rec.Body.Bytes()))
+		})
+	}
+}
+
+func TestGetTraceShape(t *testing.T) {
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	h := NewHandler(fakeReader{id: {TraceID: id, Spans: []store.Span{{TraceID: id}}, Logs: []store.Log{}, Findings: []store.Finding{}}}, zap.NewNop())
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces/"+id, nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	for _, k := range []string{"traceId", "spans", "logs", "findings"} {
+		assert.Contains(t, body, k)
+	}
+	span := body["spans"].([]any)[0].(map[string]any)
+	for _, k := range []string{"traceId", "spanId", "parentSpanId", "name", "kind", "service", "host",
+		"startTimeUnixNano", "endTimeUnixNano", "durationNano", "status", "attributes", "resource"} {
+		assert.Contains(t, span, k)
+	}
+}
+
+func TestPostIsRejected(t *testing.T) {
+	h := NewHandler(fakeReader{}, zap.NewNop())
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/traces/4bf92f3577b34da6a3ce929d0e0e4736", nil))
+	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+}
