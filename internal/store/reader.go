@@ -58,41 +58,6 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	return &Reader{conn: conn, db: db, cfg: cfg}
 }
 
-type spanDBRow struct {
-	TraceID       string            `json:"trace_id"`
-	SpanID        string            `json:"span_id"`
-	ParentSpanID  string            `json:"parent_span_id"`
-	TraceState    string            `json:"trace_state"`
-	Name          string            `json:"name"`
-	Kind          string            `json:"kind"`
-	Service       string            `json:"service"`
-	Host          string            `json:"host"`
-	StartNs       int64             `json:"start_ns"`
-	DurationNs    uint64            `json:"duration_ns"`
-	StatusCode    string            `json:"status_code"`
-	StatusMessage string            `json:"status_message"`
-	Attributes    map[string]string `json:"attributes"`
-	Resource      map[string]string `json:"resource"`
-	ScopeName     string            `json:"scope_name"`
-	ScopeVersion  string            `json:"scope_version"`
-	Events        string            `json:"events"`
-	Links         string            `json:"links"`
-}
-
-type logDBRow struct {
-	TimeNs         int64             `json:"time_ns"`
-	ObservedNs     int64             `json:"observed_ns"`
-	SeverityText   string            `json:"severity_text"`
-	SeverityNumber int               `json:"severity_number"`
-	Body           string            `json:"body"`
-	TraceID        string            `json:"trace_id"`
-	SpanID         string            `json:"span_id"`
-	Service        string            `json:"service"`
-	Host           string            `json:"host"`
-	Attributes     map[string]string `json:"attributes"`
-	Resource       map[string]string `json:"resource"`
-}
-
 // GetTrace returns the trace's spans, logs and findings, or ErrNotFound.
 // Every read is bounded by the trace's own time window from trace_index.
 func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
@@ -117,7 +82,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	t := &Trace{TraceID: traceID, Spans: []Span{}, Logs: []Log{}, Findings: []Finding{}}
 	p := Params{"trace_id": traceID, "start_ns": win.StartNs, "end_ns": win.EndNs}
 	err = r.conn.Query(ctx, Query("trace_spans", r.db), p, func(b []byte) error {
-		var row spanDBRow
+		var row spanRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
@@ -133,7 +98,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	w := r.cfg.LogWindow.Nanoseconds()
 	lp := Params{"trace_id": traceID, "from_ns": win.StartNs - w, "to_ns": win.EndNs + w, "limit": uint64(r.cfg.MaxLogs)}
 	err = r.conn.Query(ctx, Query("trace_logs", r.db), lp, func(b []byte) error {
-		var row logDBRow
+		var row logRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
@@ -157,11 +122,11 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	return t, nil
 }
 
-func (row spanDBRow) span() Span {
+func (row spanRow) span() Span {
 	s := Span{
 		TraceID: row.TraceID, SpanID: row.SpanID, ParentSpanID: row.ParentSpanID, TraceState: row.TraceState,
 		Name: row.Name, Kind: row.Kind, Service: row.Service, Host: row.Host,
-		StartTimeUnixNano: uint64(row.StartNs), EndTimeUnixNano: uint64(row.StartNs) + row.DurationNs,
+		StartTimeUnixNano: uint64(row.Timestamp), EndTimeUnixNano: uint64(row.Timestamp) + row.DurationNs,
 		DurationNano: row.DurationNs,
 		Status:       Status{Code: row.StatusCode, Message: row.StatusMessage},
 		Attributes:   nonNil(row.Attributes), Resource: nonNil(row.Resource),
@@ -176,10 +141,10 @@ func (row spanDBRow) span() Span {
 	return s
 }
 
-func (row logDBRow) log() Log {
+func (row logRow) log() Log {
 	return Log{
-		TimeUnixNano: uint64(row.TimeNs), ObservedTimeUnixNano: uint64(row.ObservedNs),
-		SeverityText: row.SeverityText, SeverityNumber: row.SeverityNumber, Body: row.Body,
+		TimeUnixNano: uint64(row.Timestamp), ObservedTimeUnixNano: uint64(row.ObservedTimestamp),
+		SeverityText: row.SeverityText, SeverityNumber: int(row.SeverityNumber), Body: row.Body,
 		TraceID: row.TraceID, SpanID: row.SpanID, Service: row.Service, Host: row.Host,
 		Attributes: nonNil(row.Attributes), Resource: nonNil(row.Resource),
 	}

@@ -30,8 +30,11 @@ type WriteStats struct {
 	Invalid int
 }
 
+// spanRow is a row of the spans table, in both directions: inserted as
+// JSONEachRow and decoded from the reader's queries, which select the same
+// column names.
 type spanRow struct {
-	Timestamp     string            `json:"timestamp"`
+	Timestamp     nanoTime          `json:"timestamp"`
 	TraceID       string            `json:"trace_id"`
 	SpanID        string            `json:"span_id"`
 	ParentSpanID  string            `json:"parent_span_id"`
@@ -51,9 +54,10 @@ type spanRow struct {
 	Links         string            `json:"links"`
 }
 
+// logRow is a row of the logs table, in both directions like spanRow.
 type logRow struct {
-	Timestamp         string            `json:"timestamp"`
-	ObservedTimestamp string            `json:"observed_timestamp"`
+	Timestamp         nanoTime          `json:"timestamp"`
+	ObservedTimestamp nanoTime          `json:"observed_timestamp"`
 	TraceID           string            `json:"trace_id"`
 	SpanID            string            `json:"span_id"`
 	SeverityText      string            `json:"severity_text"`
@@ -88,7 +92,7 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 					continue
 				}
 				row := spanRow{
-					Timestamp:     nanosText(uint64(s.StartTimestamp())),
+					Timestamp:     nanoTime(s.StartTimestamp()),
 					TraceID:       s.TraceID().String(),
 					SpanID:        s.SpanID().String(),
 					ParentSpanID:  spanIDString(s.ParentSpanID()),
@@ -148,8 +152,8 @@ func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error
 					observed = ts
 				}
 				row := logRow{
-					Timestamp:         nanosText(ts),
-					ObservedTimestamp: nanosText(observed),
+					Timestamp:         nanoTime(ts),
+					ObservedTimestamp: nanoTime(observed),
 					SeverityText:      lr.SeverityText(),
 					SeverityNumber:    int32(lr.SeverityNumber()),
 					Service:           service,
@@ -177,6 +181,25 @@ func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error
 		return WriteStats{}, fmt.Errorf("inserting %d log records: %w", st.Written, err)
 	}
 	return st, nil
+}
+
+// nanoTime is a time in Unix nanoseconds. It is written as text that
+// ClickHouse parses into DateTime64(9) exactly on every version, and read as
+// the integer the queries select with toUnixTimestamp64Nano.
+type nanoTime uint64
+
+func (t nanoTime) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + nanosText(uint64(t)) + `"`), nil
+}
+
+func (t *nanoTime) UnmarshalJSON(b []byte) error {
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("time in Unix nanoseconds: %w", err)
+	}
+	// DateTime64 holds times before 1970; OTLP has none, so clamp.
+	*t = nanoTime(max(v, 0))
+	return nil
 }
 
 // nanosText renders Unix nanoseconds as "seconds.nanoseconds", which
