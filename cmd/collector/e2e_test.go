@@ -301,6 +301,30 @@ func TestEndToEnd(t *testing.T) {
 		}
 	})
 
+	t.Run("OTLP/JSON over HTTP", func(t *testing.T) {
+		const id = "5b8efff798038103d269b633813fc60c"
+		start := time.Now().UnixNano()
+		body := fmt.Sprintf(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"shop"}}]},
+			"scopeSpans":[{"spans":[{"traceId":%q,"spanId":"eee19b7ec3c1b174","name":"GET /cart","kind":2,
+			"startTimeUnixNano":"%d","endTimeUnixNano":"%d",
+			"attributes":[{"key":"http.response.status_code","value":{"intValue":"504"}}]}]}]}]}`, id, start, start+5e6)
+		resp, err := http.Post("http://"+ep.http+"/v1/traces", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		var tr *store.Trace
+		eventually(t, "the timeout trace sent as JSON", func() bool {
+			var code int
+			code, tr = getTrace(t, ep, id)
+			return code == http.StatusOK
+		})
+		require.Len(t, tr.Spans, 1)
+		assert.Equal(t, uint64(start), tr.Spans[0].StartTimeUnixNano)
+		assert.Equal(t, uint64(5e6), tr.Spans[0].DurationNano)
+		assert.Equal(t, "504", tr.Spans[0].Attributes["http.response.status_code"])
+		assert.Equal(t, "UNSET", tr.Spans[0].Status.Code, "kept as a timeout, not an error")
+	})
+
 	t.Run("malformed and unknown ids", func(t *testing.T) {
 		for _, id := range []string{"xyz", strings.ToUpper(errorID), errorID[:16], strings.Repeat("0", 32)} {
 			code, _ := getTrace(t, ep, id)
