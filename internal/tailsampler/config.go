@@ -15,6 +15,10 @@ const (
 	defaultBaselineRatio     = 0.01
 	defaultDecisionCacheSize = 100_000
 	defaultShardQueueSize    = 64
+	defaultMaxWait           = 30 * time.Second
+	defaultMaxBufferedBytes  = 512 << 20
+	defaultMaxTraceBytes     = 16 << 20
+	defaultMaxSpansPerTrace  = 20_000
 )
 
 // Config is the configuration of the tracesift_sampler processor.
@@ -48,6 +52,31 @@ type Config struct {
 	// ConsumeTraces blocks (back-pressure towards the receivers). Default 64.
 	// Must be positive.
 	ShardQueueSize int `mapstructure:"shard_queue_size"`
+
+	// MaxWait bounds how long a trace is buffered, counted from its first
+	// span. A trace is normally decided once its root span has arrived and it
+	// has been quiet for decision_wait; a trace whose root never arrives (an
+	// uninstrumented entry point, lost context) or that never goes quiet is
+	// decided after max_wait. Default 30s. Must be at least decision_wait.
+	MaxWait time.Duration `mapstructure:"max_wait"`
+
+	// MaxBufferedBytes bounds the estimated memory of the spans queued for or
+	// buffered in the shards, split evenly over them. Above 90 % of its share
+	// a shard decides traces early (first those already matching a keep rule,
+	// then complete ones, then the oldest) down to 75 %; a request that would
+	// still not fit is refused with gRPC ResourceExhausted / HTTP 429 and a
+	// retry delay, so the process never grows past the bound. Default 512 MiB.
+	MaxBufferedBytes int64 `mapstructure:"max_buffered_bytes"`
+
+	// MaxTraceBytes caps the estimated memory of one buffered trace; a trace
+	// reaching it is decided at once on what has arrived, and its later spans
+	// follow that decision. It keeps one huge trace from starving the others.
+	// Default 16 MiB. Must be positive.
+	MaxTraceBytes int64 `mapstructure:"max_trace_bytes"`
+
+	// MaxSpansPerTrace caps the spans of one buffered trace, like
+	// max_trace_bytes. Default 20000. Must be positive.
+	MaxSpansPerTrace int `mapstructure:"max_spans_per_trace"`
 }
 
 func createDefaultConfig() *Config {
@@ -58,6 +87,10 @@ func createDefaultConfig() *Config {
 		BaselineRatio:     defaultBaselineRatio,
 		DecisionCacheSize: defaultDecisionCacheSize,
 		ShardQueueSize:    defaultShardQueueSize,
+		MaxWait:           defaultMaxWait,
+		MaxBufferedBytes:  defaultMaxBufferedBytes,
+		MaxTraceBytes:     defaultMaxTraceBytes,
+		MaxSpansPerTrace:  defaultMaxSpansPerTrace,
 	}
 }
 
@@ -83,8 +116,25 @@ func (c *Config) Validate() error {
 	if c.ShardQueueSize <= 0 {
 		errs = append(errs, fmt.Errorf("`shard_queue_size` must be positive, got %d", c.ShardQueueSize))
 	}
+	if c.MaxWait < c.DecisionWait {
+		errs = append(errs, fmt.Errorf("`max_wait` (%s) must be at least `decision_wait` (%s)", c.MaxWait, c.DecisionWait))
+	}
+	if c.MaxBufferedBytes < minBufferedBytesPerShard*int64(c.shards()) {
+		errs = append(errs, fmt.Errorf("`max_buffered_bytes` must be at least %d (1 MiB per shard), got %d",
+			minBufferedBytesPerShard*int64(c.shards()), c.MaxBufferedBytes))
+	}
+	if c.MaxTraceBytes <= 0 {
+		errs = append(errs, fmt.Errorf("`max_trace_bytes` must be positive, got %d", c.MaxTraceBytes))
+	}
+	if c.MaxSpansPerTrace <= 0 {
+		errs = append(errs, fmt.Errorf("`max_spans_per_trace` must be positive, got %d", c.MaxSpansPerTrace))
+	}
 	return errors.Join(errs...)
 }
+
+// minBufferedBytesPerShard keeps a shard's share of max_buffered_bytes above
+// the size of one request, or every request would be refused.
+const minBufferedBytesPerShard = 1 << 20
 
 // shards resolves num_shards = 0 to the CPU count.
 func (c *Config) shards() int {

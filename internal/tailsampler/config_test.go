@@ -30,6 +30,10 @@ func TestCreateDefaultConfig(t *testing.T) {
 		BaselineRatio:     0.01,
 		DecisionCacheSize: 100000,
 		ShardQueueSize:    64,
+		MaxWait:           30 * time.Second,
+		MaxBufferedBytes:  512 << 20,
+		MaxTraceBytes:     16 << 20,
+		MaxSpansPerTrace:  20000,
 	}, cfg)
 }
 
@@ -53,6 +57,10 @@ func TestLoadConfig(t *testing.T) {
 				BaselineRatio:     0.05,
 				DecisionCacheSize: 2000,
 				ShardQueueSize:    16,
+				MaxWait:           time.Minute,
+				MaxBufferedBytes:  64 << 20,
+				MaxTraceBytes:     1 << 20,
+				MaxSpansPerTrace:  500,
 			},
 		},
 		{id: component.NewIDWithName(typ, "negative_shards"), wantErr: []string{"`num_shards`"}},
@@ -63,6 +71,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(typ, "zero_cache"), wantErr: []string{"`decision_cache_size` must be positive"}},
 		{id: component.NewIDWithName(typ, "zero_queue"), wantErr: []string{"`shard_queue_size` must be positive"}},
 		{id: component.NewIDWithName(typ, "several_errors"), wantErr: []string{"`decision_wait`", "`shard_queue_size`"}},
+		{id: component.NewIDWithName(typ, "max_wait_below_decision_wait"), wantErr: []string{"`max_wait` (5s) must be at least `decision_wait` (10s)"}},
+		{id: component.NewIDWithName(typ, "tiny_buffer"), wantErr: []string{"`max_buffered_bytes` must be at least 2097152", "`max_trace_bytes`", "`max_spans_per_trace`"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id.String(), func(t *testing.T) {
@@ -100,6 +110,10 @@ func TestValidateInvalid(t *testing.T) {
 		{"ratio NaN", func(c *Config) { c.BaselineRatio = math.NaN() }, "`baseline_ratio`"},
 		{"zero cache", func(c *Config) { c.DecisionCacheSize = 0 }, "`decision_cache_size`"},
 		{"negative queue", func(c *Config) { c.ShardQueueSize = -1 }, "`shard_queue_size`"},
+		{"max wait below decision wait", func(c *Config) { c.MaxWait = time.Second }, "`max_wait`"},
+		{"buffer below a MiB per shard", func(c *Config) { c.NumShards = 4; c.MaxBufferedBytes = 3 << 20 }, "`max_buffered_bytes`"},
+		{"zero trace bytes", func(c *Config) { c.MaxTraceBytes = 0 }, "`max_trace_bytes`"},
+		{"zero spans per trace", func(c *Config) { c.MaxSpansPerTrace = 0 }, "`max_spans_per_trace`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

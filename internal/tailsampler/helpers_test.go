@@ -156,6 +156,7 @@ func sid(n uint64) pcommon.SpanID {
 // epoch.
 type spanSpec struct {
 	trace, span uint64
+	parent      uint64 // span number of the parent; 0 makes a root span
 	start, dur  time.Duration
 	err         bool
 	attrs       map[string]any
@@ -184,6 +185,9 @@ func appendResource(t testing.TB, td ptrace.Traces, service string, specs ...spa
 		span.SetTraceID(tid(s.trace))
 		span.SetSpanID(sid(s.span))
 		span.SetName("op")
+		if s.parent != 0 {
+			span.SetParentSpanID(sid(s.parent))
+		}
 		span.SetStartTimestamp(pcommon.NewTimestampFromTime(specEpoch.Add(s.start)))
 		span.SetEndTimestamp(pcommon.NewTimestampFromTime(specEpoch.Add(s.start + s.dur)))
 		if s.err {

@@ -26,9 +26,13 @@ type telemetry struct {
 	spansLate      metric.Int64Counter
 	exportErrors   metric.Int64Counter
 	tracesBuffered metric.Int64UpDownCounter
+	bufferedBytes  metric.Int64UpDownCounter
+	earlyDecisions metric.Int64Counter
+	pushbacks      metric.Int64Counter
 
 	// decidedAttrs is indexed by Reason.rank(); rank 0 (none) is the dropped set.
 	decidedAttrs [5]metric.AddOption
+	whyAttrs     [numWhy]metric.AddOption
 	lateKept     metric.AddOption
 	lateDropped  metric.AddOption
 }
@@ -38,11 +42,8 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t := &telemetry{}
 	var errs []error
 	counter := func(name, desc, unit string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit(unit))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("metric %s: %w", name, err))
-		}
-		return c
+		return instrument[metric.Int64Counter, metric.Int64CounterOption](&errs, m.Int64Counter, name,
+			metric.WithDescription(desc), metric.WithUnit(unit))
 	}
 	t.spansReceived = counter("tracesift_sampler_spans_received",
 		"Spans received by the sampler, valid or not.", "{span}")
@@ -56,12 +57,17 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		"Spans that arrived after their trace was decided; they follow the decision.", "{span}")
 	t.exportErrors = counter("tracesift_sampler_export_errors",
 		"Calls to the next consumer that failed; their spans are lost.", "{error}")
-	var err error
-	t.tracesBuffered, err = m.Int64UpDownCounter("tracesift_sampler_traces_buffered",
-		metric.WithDescription("Traces buffered in the shards, waiting for a decision."), metric.WithUnit("{trace}"))
-	if err != nil {
-		errs = append(errs, fmt.Errorf("metric tracesift_sampler_traces_buffered: %w", err))
-	}
+	t.earlyDecisions = counter("tracesift_sampler_early_decisions",
+		"Traces decided before they were complete and quiet, by why (memory|trace_limit|max_wait).", "{trace}")
+	t.pushbacks = counter("tracesift_sampler_pushbacks",
+		"Requests refused with ResourceExhausted (HTTP 429) because the buffer was full.", "{request}")
+	t.tracesBuffered = instrument(&errs, m.Int64UpDownCounter, "tracesift_sampler_traces_buffered",
+		metric.Int64UpDownCounterOption(metric.WithDescription("Traces buffered in the shards, waiting for a decision.")),
+		metric.Int64UpDownCounterOption(metric.WithUnit("{trace}")))
+	t.bufferedBytes = instrument(&errs, m.Int64UpDownCounter, "tracesift_sampler_buffered_bytes",
+		metric.Int64UpDownCounterOption(metric.WithDescription(
+			"Estimated memory of the spans queued for and buffered in the shards (bounded by max_buffered_bytes).")),
+		metric.Int64UpDownCounterOption(metric.WithUnit("By")))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -76,7 +82,19 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 			attribute.String("reason", r.metricValue()),
 		))
 	}
+	for why := 1; why < numWhy; why++ {
+		t.whyAttrs[why] = metric.WithAttributeSet(attribute.NewSet(attribute.String("why", whyNames[why])))
+	}
 	t.lateKept = metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decisionKept)))
 	t.lateDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decisionDropped)))
 	return t, nil
+}
+
+// instrument creates one instrument, collecting the error with its name.
+func instrument[T, O any](errs *[]error, create func(string, ...O) (T, error), name string, opts ...O) T {
+	inst, err := create(name, opts...)
+	if err != nil {
+		*errs = append(*errs, fmt.Errorf("metric %s: %w", name, err))
+	}
+	return inst
 }

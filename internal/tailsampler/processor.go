@@ -23,10 +23,13 @@ var (
 
 // rules are the keep-rule parameters shared read-only by all shards.
 type rules struct {
-	wait      time.Duration
-	slow      time.Duration
-	baseline  uint64 // see baselineThreshold
-	cacheSize int    // decisions remembered per shard
+	wait          time.Duration
+	maxWait       time.Duration
+	slow          time.Duration
+	baseline      uint64 // see baselineThreshold
+	cacheSize     int    // decisions remembered per shard
+	maxSpans      int
+	maxTraceBytes int64
 }
 
 // sampler is the tracesift_sampler processor: it routes every span to the
@@ -48,7 +51,10 @@ type sampler struct {
 	// invalidLogged makes the warning about spans without ids appear once per
 	// processor: a misbehaving client would otherwise flood the log.
 	invalidLogged atomic.Bool
-	scratch       sync.Pool
+	// memoryLogged and pushbackLogged do the same for memory pressure.
+	memoryLogged   atomic.Bool
+	pushbackLogged atomic.Bool
+	scratch        sync.Pool
 
 	// mu is held shared while sending to the shard channels and exclusively
 	// to close them, so that no send can hit a closed channel.
@@ -86,10 +92,13 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		next:   next,
 		tel:    tel,
 		rules: rules{
-			wait:      cfg.DecisionWait,
-			slow:      cfg.SlowThreshold,
-			baseline:  baselineThreshold(cfg.BaselineRatio),
-			cacheSize: cfg.cachePerShard(n),
+			wait:          cfg.DecisionWait,
+			maxWait:       cfg.MaxWait,
+			slow:          cfg.SlowThreshold,
+			baseline:      baselineThreshold(cfg.BaselineRatio),
+			cacheSize:     cfg.cachePerShard(n),
+			maxSpans:      cfg.MaxSpansPerTrace,
+			maxTraceBytes: cfg.MaxTraceBytes,
 		},
 		now:      time.Now,
 		tick:     cfg.tickInterval(),
@@ -97,7 +106,7 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 	}
 	p.shards = make([]*shard, n)
 	for i := range p.shards {
-		p.shards[i] = newShard(i, p, cfg.ShardQueueSize)
+		p.shards[i] = newShard(i, p, cfg.ShardQueueSize, cfg.MaxBufferedBytes/int64(n))
 	}
 	p.scratch.New = func() any {
 		return &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n)}
@@ -270,9 +279,11 @@ func (p *sampler) group(td ptrace.Traces, sc *scratch) (received, invalid int) {
 					ss.Scope().CopyTo(b.ss.Scope())
 					b.ss.SetSchemaUrl(ss.SchemaUrl())
 					b.ssIdx = j
+					b.bytes += resourceSize(rs, ss)
 				}
 				span.CopyTo(b.ss.Spans().AppendEmpty())
 				b.add(span)
+				b.bytes += spanSize(span)
 			}
 		}
 	}
@@ -310,6 +321,17 @@ func (p *sampler) send(ctx context.Context, batches [][]traceChunk) error {
 	if !p.started {
 		return errNotStarted
 	}
+	// The whole request is admitted or refused before anything is sent, so a
+	// refused request leaves nothing behind that its retry would duplicate.
+	sizes := make([]int64, len(batches))
+	for i, b := range batches {
+		for j := range b {
+			sizes[i] += b[j].bytes
+		}
+		if sh := p.shards[i]; sizes[i] > 0 && sh.used.Load()+sizes[i] > sh.budget {
+			return p.pushback(ctx, i, sizes[i])
+		}
+	}
 	// Arrival is stamped here rather than when a shard gets to the batch, so
 	// that time spent queued does not count as the trace being quiet.
 	at := p.now()
@@ -317,15 +339,29 @@ func (p *sampler) send(ctx context.Context, batches [][]traceChunk) error {
 		if len(b) == 0 {
 			continue
 		}
+		sh := p.shards[i]
+		sh.addUsed(sizes[i])
 		select {
-		case p.shards[i].in <- shardMsg{chunks: b, at: at}:
+		case sh.in <- shardMsg{chunks: b, at: at}:
 		case <-ctx.Done():
+			p.unsent(batches, sizes, i)
 			return fmt.Errorf("tracesift_sampler: queue of shard %d full (raise `shard_queue_size` or `num_shards`): %w", i, ctx.Err())
 		case <-p.stopping:
+			p.unsent(batches, sizes, i)
 			return errStopped
 		}
 	}
 	return nil
+}
+
+// unsent releases the memory accounted for the batches from index i on,
+// which were not handed to their shards.
+func (p *sampler) unsent(batches [][]traceChunk, sizes []int64, i int) {
+	for ; i < len(batches); i++ {
+		if len(batches[i]) > 0 && sizes[i] > 0 {
+			p.shards[i].addUsed(-sizes[i])
+		}
+	}
 }
 
 // decideAll runs one decision pass on every shard as if the clock read now,

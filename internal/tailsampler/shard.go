@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"context"
 	"math"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -20,6 +21,8 @@ type traceChunk struct {
 	minStart pcommon.Timestamp // math.MaxUint64 while no span had a start time
 	maxEnd   pcommon.Timestamp // 0 while no span had an end time
 	reason   Reason            // strongest span reason (error/timeout) so far
+	bytes    int64             // estimated memory, see size.go
+	hasRoot  bool              // a span without a parent has arrived
 }
 
 func newTraceChunk(id pcommon.TraceID) traceChunk {
@@ -36,6 +39,9 @@ func (c *traceChunk) add(span ptrace.Span) {
 	}
 	if et := span.EndTimestamp(); et > c.maxEnd {
 		c.maxEnd = et
+	}
+	if span.ParentSpanID().IsEmpty() {
+		c.hasRoot = true
 	}
 	// Error is the strongest span reason: once seen, nothing can change it.
 	if c.reason != ReasonError {
@@ -61,7 +67,10 @@ type trace struct {
 	traceChunk
 	firstSeen time.Time
 	lastSeen  time.Time
-	elem      *list.Element // in shard.order
+	// elem is the trace's place in shard.order, nil while it is parked: quiet
+	// but rootless, waiting for its root until max_wait.
+	elem    *list.Element
+	ageElem *list.Element // in shard.byAge
 }
 
 func (t *trace) endToEnd() time.Duration {
@@ -71,29 +80,57 @@ func (t *trace) endToEnd() time.Duration {
 	return time.Duration(t.maxEnd - t.minStart)
 }
 
+// Why a trace was decided before its time, the `why` attribute of
+// tracesift_sampler_early_decisions.
+const (
+	whyOnTime     = iota // not early: quiet after its root arrived
+	whyMemory            // the shard's share of max_buffered_bytes was nearly used
+	whyTraceLimit        // the trace reached max_trace_bytes or max_spans_per_trace
+	whyMaxWait           // buffered for max_wait without becoming complete and quiet
+	numWhy
+)
+
+var whyNames = [numWhy]string{"", "memory", "trace_limit", "max_wait"}
+
 // shard owns the traces whose id hashes to it; only its goroutine touches its
-// state.
+// state, except used, which senders reserve before queueing.
 type shard struct {
 	id int
 	p  *sampler // read-only configuration and collaborators
 	in chan shardMsg
 
+	// used is the estimated memory of the spans queued for and buffered in
+	// this shard. Above high the shard decides traces early down to low; a
+	// request that would take it past budget is refused (see sampler.send).
+	used              atomic.Int64
+	budget, high, low int64
+
 	traces map[pcommon.TraceID]*trace
-	// order holds the buffered traces by last arrival, oldest first, so a
+	// order holds the unparked traces by last arrival, oldest first, so a
 	// decision pass stops at the first trace that is not quiet yet: O(expired).
-	order       list.List
+	order list.List
+	// byAge holds every buffered trace by first arrival, for max_wait.
+	byAge       list.List
 	lastArrival time.Time
 	cache       decisionCache
 }
 
-func newShard(id int, p *sampler, queueSize int) *shard {
+func newShard(id int, p *sampler, queueSize int, budget int64) *shard {
 	return &shard{
 		id:     id,
 		p:      p,
 		in:     make(chan shardMsg, queueSize),
+		budget: budget,
+		high:   budget / 10 * 9,
+		low:    budget / 4 * 3,
 		traces: make(map[pcommon.TraceID]*trace),
 		cache:  newDecisionCache(p.rules.cacheSize),
 	}
+}
+
+func (s *shard) addUsed(n int64) {
+	s.used.Add(n)
+	s.p.tel.bufferedBytes.Add(context.Background(), n)
 }
 
 // run is the shard's goroutine. It exits once the queue is closed and
@@ -113,13 +150,13 @@ func (s *shard) run(ctx context.Context, tick time.Duration) {
 				s.flush(ctx)
 				return
 			case msg.pass != nil:
-				s.decideQuiet(ctx, msg.pass.now)
+				s.decideDue(ctx, msg.pass.now)
 				close(msg.pass.done)
 			default:
 				s.ingest(ctx, msg.chunks, msg.at)
 			}
 		case <-tickC:
-			s.decideQuiet(ctx, s.p.now())
+			s.decideDue(ctx, s.p.now())
 		}
 	}
 }
@@ -127,25 +164,25 @@ func (s *shard) run(ctx context.Context, tick time.Duration) {
 func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 	// Concurrent senders can enqueue slightly out of arrival order; never
 	// letting the clock go back keeps s.order sorted by lastSeen, which the
-	// early exit of decideQuiet relies on.
+	// early exit of decideDue relies on.
 	now := at
 	if now.Before(s.lastArrival) {
 		now = s.lastArrival
 	}
 	s.lastArrival = now
 	var (
-		late                  ptrace.Traces
+		out                   keptBatch
 		lateKept, lateDropped int
 		added                 int
+		lateBytes             int64
 	)
+	r := s.p.rules
 	for i := range chunks {
 		c := &chunks[i]
 		if kept, decided := s.cache.get(c.id); decided {
+			lateBytes += c.bytes
 			if kept {
-				if lateKept == 0 {
-					late = ptrace.NewTraces()
-				}
-				c.spans.ResourceSpans().MoveAndAppendTo(late.ResourceSpans())
+				out.add(c)
 				lateKept += c.count
 			} else {
 				lateDropped += c.count
@@ -156,17 +193,30 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 		if !ok {
 			t = &trace{traceChunk: *c, firstSeen: now, lastSeen: now}
 			t.elem = s.order.PushBack(t)
+			t.ageElem = s.byAge.PushBack(t)
 			s.traces[c.id] = t
 			added++
-			continue
+		} else {
+			c.spans.ResourceSpans().MoveAndAppendTo(t.spans.ResourceSpans())
+			t.count += c.count
+			t.bytes += c.bytes
+			t.minStart = min(t.minStart, c.minStart)
+			t.maxEnd = max(t.maxEnd, c.maxEnd)
+			t.reason = stronger(t.reason, c.reason)
+			t.hasRoot = t.hasRoot || c.hasRoot
+			t.lastSeen = now
+			if t.elem == nil {
+				t.elem = s.order.PushBack(t)
+			} else {
+				s.order.MoveToBack(t.elem)
+			}
 		}
-		c.spans.ResourceSpans().MoveAndAppendTo(t.spans.ResourceSpans())
-		t.count += c.count
-		t.minStart = min(t.minStart, c.minStart)
-		t.maxEnd = max(t.maxEnd, c.maxEnd)
-		t.reason = stronger(t.reason, c.reason)
-		t.lastSeen = now
-		s.order.MoveToBack(t.elem)
+		if t.count >= r.maxSpans || t.bytes >= r.maxTraceBytes {
+			s.decideTrace(t, &out, whyTraceLimit)
+		}
+	}
+	if lateBytes > 0 {
+		s.addUsed(-lateBytes)
 	}
 
 	tel := s.p.tel
@@ -180,20 +230,69 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 	}
 	if lateKept > 0 {
 		tel.spansLate.Add(mctx, int64(lateKept), tel.lateKept)
-		s.forward(ctx, late, lateKept)
+	}
+	s.relieve(&out)
+	s.forward(ctx, out.td, out.spans)
+}
+
+// relieve decides traces early while the shard holds more than its high-water
+// mark, choosing those whose wait buys the least: first traces that already
+// match a keep rule (they are kept whatever else arrives), then complete ones
+// (root arrived), then the oldest. Nothing is evicted undecided.
+func (s *shard) relieve(out *keptBatch) {
+	if s.used.Load() <= s.high {
+		return
+	}
+	before := s.used.Load()
+	for pass := range 3 {
+		for e := s.order.Front(); e != nil && s.used.Load() > s.low; {
+			next := e.Next()
+			t := e.Value.(*trace)
+			if pass == 2 || (pass == 0 && t.reason != ReasonNone) || (pass == 1 && t.hasRoot) {
+				s.decideTrace(t, out, whyMemory)
+			}
+			e = next
+		}
+	}
+	// Parked traces are not in order; the oldest go last.
+	for e := s.byAge.Front(); e != nil && s.used.Load() > s.low; e = s.byAge.Front() {
+		s.decideTrace(e.Value.(*trace), out, whyMemory)
+	}
+	if s.p.memoryLogged.CompareAndSwap(false, true) {
+		s.p.logger.Warn("Sampler buffer nearly full: deciding traces before decision_wait. Error and timeout "+
+			"traces are still kept; healthy traces may miss the slow rule. Raise `max_buffered_bytes` or add "+
+			"sampler workers; tracesift_sampler_early_decisions{why=\"memory\"} counts it (logged once).",
+			zap.Int("shard", s.id), zap.Int64("bytes_before", before), zap.Int64("bytes_after", s.used.Load()),
+			zap.Int64("shard_budget", s.budget))
 	}
 }
 
-// decideQuiet decides the traces that received no span for decision_wait and
-// forwards the kept ones in a single call.
-func (s *shard) decideQuiet(ctx context.Context, now time.Time) {
+// decideDue decides the traces that are due: complete (root arrived) and
+// quiet for decision_wait, or buffered for max_wait. The kept ones are
+// forwarded in a single call.
+func (s *shard) decideDue(ctx context.Context, now time.Time) {
 	var out keptBatch
+	r := s.p.rules
 	for e := s.order.Front(); e != nil; e = s.order.Front() {
 		t := e.Value.(*trace)
-		if now.Sub(t.lastSeen) < s.p.rules.wait {
+		if now.Sub(t.lastSeen) < r.wait {
 			break
 		}
-		s.decideTrace(t, &out)
+		if t.hasRoot {
+			s.decideTrace(t, &out, whyOnTime)
+			continue
+		}
+		// Quiet but rootless: the root may still be on its way (it ends
+		// last); byAge decides it at max_wait.
+		s.order.Remove(e)
+		t.elem = nil
+	}
+	for e := s.byAge.Front(); e != nil; e = s.byAge.Front() {
+		t := e.Value.(*trace)
+		if now.Sub(t.firstSeen) < r.maxWait {
+			break
+		}
+		s.decideTrace(t, &out, whyMaxWait)
 	}
 	s.forward(ctx, out.td, out.spans)
 }
@@ -201,32 +300,37 @@ func (s *shard) decideQuiet(ctx context.Context, now time.Time) {
 // flush decides everything still buffered, at shutdown.
 func (s *shard) flush(ctx context.Context) {
 	var out keptBatch
-	for e := s.order.Front(); e != nil; e = s.order.Front() {
-		s.decideTrace(e.Value.(*trace), &out)
+	for e := s.byAge.Front(); e != nil; e = s.byAge.Front() {
+		s.decideTrace(e.Value.(*trace), &out, whyOnTime)
 	}
 	s.forward(ctx, out.td, out.spans)
 }
 
-// keptBatch collects the traces kept in one pass; td is created on first use
+// keptBatch collects the spans kept in one pass; td is created on first use
 // because most passes keep nothing.
 type keptBatch struct {
 	td    ptrace.Traces
 	spans int
 }
 
-func (k *keptBatch) add(t *trace) {
+func (k *keptBatch) add(c *traceChunk) {
 	if k.spans == 0 {
 		k.td = ptrace.NewTraces()
 	}
-	t.spans.ResourceSpans().MoveAndAppendTo(k.td.ResourceSpans())
-	k.spans += t.count
+	c.spans.ResourceSpans().MoveAndAppendTo(k.td.ResourceSpans())
+	k.spans += c.count
 }
 
 // decideTrace removes t from the buffer, remembers the decision and, if kept,
-// moves its spans into out.
-func (s *shard) decideTrace(t *trace, out *keptBatch) {
-	s.order.Remove(t.elem)
+// moves its spans into out. why says whether and why it is decided early.
+func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
+	if t.elem != nil {
+		s.order.Remove(t.elem)
+		t.elem = nil
+	}
+	s.byAge.Remove(t.ageElem)
 	delete(s.traces, t.id)
+	s.addUsed(-t.bytes)
 
 	r := s.p.rules
 	reason := decide(t.reason, t.endToEnd(), r.slow, t.id, r.baseline)
@@ -237,16 +341,19 @@ func (s *shard) decideTrace(t *trace, out *keptBatch) {
 	mctx := context.Background()
 	tel.tracesBuffered.Add(mctx, -1)
 	tel.tracesDecided.Add(mctx, 1, tel.decidedAttrs[reason.rank()])
+	if why != whyOnTime {
+		tel.earlyDecisions.Add(mctx, 1, tel.whyAttrs[why])
+	}
 	if ce := s.p.logger.Check(zap.DebugLevel, "Trace decided"); ce != nil {
 		ce.Write(zap.Stringer("trace_id", t.id), zap.Bool("kept", kept), zap.String("reason", reason.metricValue()),
-			zap.Int("spans", t.count), zap.Duration("end_to_end", t.endToEnd()),
+			zap.String("early", whyNames[why]), zap.Int("spans", t.count), zap.Duration("end_to_end", t.endToEnd()),
 			zap.Duration("buffered_for", t.lastSeen.Sub(t.firstSeen)))
 	}
 	if !kept {
 		tel.spansDropped.Add(mctx, int64(t.count))
 		return
 	}
-	out.add(t)
+	out.add(&t.traceChunk)
 }
 
 // forward hands kept spans to the next consumer. A failure loses them (the

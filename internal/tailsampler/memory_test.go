@@ -1,0 +1,175 @@
+package tailsampler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+func TestRootlessTraceWaitsForRootUntilMaxWait(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxWait = 30 * time.Second
+	h := newHarness(t, cfg)
+
+	// Trace 1: children only, the root never comes.
+	h.consume(request(t, "svc", spanSpec{trace: 1, span: 2, parent: 1, dur: time.Millisecond, err: true}))
+	// Trace 2: children first, the root after decision_wait (it ends last).
+	h.consume(request(t, "svc", spanSpec{trace: 2, span: 2, parent: 1, dur: time.Millisecond, err: true}))
+	h.clock.Advance(cfg.DecisionWait)
+	require.NoError(t, h.p.decideAll(h.clock.Now()))
+	assert.Zero(t, h.sink.SpanCount(), "quiet but rootless traces wait for their root")
+
+	h.consume(request(t, "svc", spanSpec{trace: 2, span: 1, dur: 2 * time.Millisecond}))
+	h.decideAfterWait()
+	spans, _ := keptSpans(h.sink)
+	assert.Len(t, spans[tid(2)], 2, "complete once the root arrived")
+	assert.NotContains(t, spans, tid(1))
+
+	h.clock.Advance(cfg.MaxWait)
+	require.NoError(t, h.p.decideAll(h.clock.Now()))
+	spans, _ = keptSpans(h.sink)
+	assert.Len(t, spans[tid(1)], 1, "decided at max_wait")
+	assert.EqualValues(t, 1, h.counter("tracesift_sampler_early_decisions", attribute.String("why", "max_wait")))
+}
+
+func TestTraceThatNeverGoesQuietIsDecidedAtMaxWait(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxWait = 30 * time.Second
+	h := newHarness(t, cfg)
+	for i := range uint64(8) {
+		h.consume(request(t, "svc", spanSpec{trace: 1, span: i + 1, dur: time.Millisecond, err: i == 0}))
+		h.clock.Advance(5 * time.Second)
+		require.NoError(t, h.p.decideAll(h.clock.Now()))
+	}
+	spans, _ := keptSpans(h.sink)
+	assert.Len(t, spans[tid(1)], 8, "kept at max_wait; the spans after it follow as late spans")
+	assert.EqualValues(t, 1, h.counter("tracesift_sampler_early_decisions", attribute.String("why", "max_wait")))
+	assert.EqualValues(t, 2, h.counter("tracesift_sampler_spans_late"))
+}
+
+func TestTraceOverItsCapIsDecidedAtOnce(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxSpansPerTrace = 5
+	h := newHarness(t, cfg)
+	specs := func(from uint64) []spanSpec {
+		var out []spanSpec
+		for i := from; i < from+3; i++ {
+			out = append(out, spanSpec{trace: 7, span: i, dur: time.Millisecond, err: i == 1})
+		}
+		return out
+	}
+	h.consume(request(t, "svc", specs(1)...))
+	h.consume(request(t, "svc", specs(4)...))
+	h.barrier()
+	assert.Equal(t, 6, h.sink.SpanCount(), "kept when it reached max_spans_per_trace, without waiting")
+	h.consume(request(t, "svc", specs(7)...))
+	h.barrier()
+	assert.Equal(t, 9, h.sink.SpanCount(), "later spans follow the decision")
+	assert.EqualValues(t, 1, h.counter("tracesift_sampler_early_decisions", attribute.String("why", "trace_limit")))
+
+	// A healthy trace over its byte cap is dropped at once, not buffered.
+	cfg2 := testConfig()
+	cfg2.MaxTraceBytes = 4096
+	h2 := newHarness(t, cfg2)
+	var big []spanSpec
+	for i := range uint64(20) {
+		big = append(big, spanSpec{trace: 8, span: i + 1, dur: time.Millisecond})
+	}
+	h2.consume(request(t, "svc", big...))
+	h2.barrier()
+	assert.Zero(t, h2.sink.SpanCount())
+	assert.EqualValues(t, 20, h2.counter("tracesift_sampler_spans_dropped"))
+	assert.Zero(t, h2.p.shards[0].used.Load(), "decided traces release their memory")
+}
+
+// A flood of healthy traces with a few error traces mixed in, into a buffer
+// far smaller than the flood: the bound holds at every step, the shard
+// decides early instead of growing, and every error trace is kept whole.
+func TestMemoryBoundUnderFlood(t *testing.T) {
+	cfg := testConfig()
+	cfg.NumShards = 2
+	cfg.MaxBufferedBytes = 2 << 20
+	h := newHarness(t, cfg)
+
+	const traces = 3000
+	errorTraces := map[pcommon.TraceID]bool{}
+	pushbacks := 0
+	for n := uint64(1); n <= traces; n += 10 {
+		td := ptrace.NewTraces()
+		for tr := n; tr < n+10; tr++ {
+			isErr := tr%97 == 0
+			if isErr {
+				errorTraces[tid(tr)] = true
+			}
+			var specs []spanSpec
+			for s := uint64(1); s <= 10; s++ {
+				specs = append(specs, spanSpec{trace: tr, span: s, parent: s - 1, dur: time.Millisecond, err: isErr && s == 10,
+					attrs: map[string]any{"http.route": "/api/orders/{id}", "peer.service": "payments", "payload": fmt.Sprint(tr, s)}})
+			}
+			appendResource(t, td, "svc", specs...)
+		}
+		for {
+			err := h.p.ConsumeTraces(context.Background(), td)
+			if err == nil {
+				break
+			}
+			// A client retries after the delay it was given; here, after the
+			// shards caught up.
+			require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+			pushbacks++
+			h.barrier()
+		}
+		for _, sh := range h.p.shards {
+			require.LessOrEqual(t, sh.used.Load(), sh.budget, "shard %d over its share of max_buffered_bytes", sh.id)
+		}
+	}
+	h.barrier()
+	for _, sh := range h.p.shards {
+		assert.LessOrEqual(t, sh.used.Load(), sh.high)
+	}
+	assert.Positive(t, h.counter("tracesift_sampler_early_decisions", attribute.String("why", "memory")))
+	require.NoError(t, h.p.Shutdown(context.Background()))
+
+	spans, _ := keptSpans(h.sink)
+	for id := range errorTraces {
+		assert.Len(t, spans[id], 10, "error trace %s kept whole", id)
+	}
+	t.Logf("pushbacks: %d, early decisions: %d", pushbacks, h.counter("tracesift_sampler_early_decisions"))
+}
+
+func TestPushbackWhenBufferFull(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxBufferedBytes = 1 << 20
+	h := newHarness(t, cfg)
+	sh := h.p.shards[0]
+	sh.addUsed(sh.budget - 100) // as if the shard were full of undecided traces
+
+	err := h.p.ConsumeTraces(context.Background(), request(t, "svc", spanSpec{trace: 1, span: 1, err: true}))
+	st, ok := status.FromError(err)
+	require.True(t, ok, "%v", err)
+	assert.Equal(t, codes.ResourceExhausted, st.Code())
+	assert.Contains(t, st.Message(), "`max_buffered_bytes`")
+	require.Len(t, st.Details(), 1)
+	ri, ok := st.Details()[0].(*errdetails.RetryInfo)
+	require.True(t, ok)
+	assert.Equal(t, pushbackRetryDelay, ri.GetRetryDelay().AsDuration())
+	assert.EqualValues(t, 1, h.counter("tracesift_sampler_pushbacks"))
+	h.barrier()
+	assert.Empty(t, h.p.shards[0].traces, "a refused request leaves nothing behind")
+
+	sh.addUsed(-(sh.budget - 100))
+	h.consume(request(t, "svc", spanSpec{trace: 1, span: 1, err: true}))
+	h.decideAfterWait()
+	assert.Equal(t, 1, h.sink.SpanCount(), "the retry goes through")
+	assert.Zero(t, sh.used.Load())
+}
