@@ -137,11 +137,13 @@ func BenchmarkKeepReason(b *testing.B) {
 	}{{"healthy", healthy}, {"error_with_exception", withException}} {
 		b.Run(bc.name, func(b *testing.B) {
 			id := pcommon.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
-			threshold := baselineThreshold(0.01)
+			rs := &ruleSet{keepErrors: true, keepTimeouts: true, keepSlow: true, slow: time.Second, baseline: baselineThreshold(0.01)}
 			b.ReportAllocs()
 			var r Reason
 			for b.Loop() {
-				r = decide(spanReason(bc.span), 2*time.Millisecond, time.Second, id, threshold)
+				var c traceChunk
+				c.add(bc.span)
+				r = decide(traceFacts{known: c.reason, hasError: c.hasError, hasTimeout: c.hasTimeout, e2e: 2 * time.Millisecond, id: id}, rs)
 			}
 			_ = r
 		})

@@ -19,6 +19,8 @@ const (
 	defaultMaxBufferedBytes  = 512 << 20
 	defaultMaxTraceBytes     = 16 << 20
 	defaultMaxSpansPerTrace  = 20_000
+
+	defaultBaselineMaxPerSecond = 100
 )
 
 // Config is the configuration of the tracesift_sampler processor.
@@ -77,6 +79,64 @@ type Config struct {
 	// MaxSpansPerTrace caps the spans of one buffered trace, like
 	// max_trace_bytes. Default 20000. Must be positive.
 	MaxSpansPerTrace int `mapstructure:"max_spans_per_trace"`
+
+	// KeepErrors keeps traces with a span whose status is ERROR. Default true.
+	KeepErrors bool `mapstructure:"keep_errors"`
+	// KeepTimeouts keeps traces with a timeout span (HTTP 504/408, gRPC
+	// DEADLINE_EXCEEDED, a timeout or deadline named by error.type,
+	// exception.type or the status message). Default true.
+	KeepTimeouts bool `mapstructure:"keep_timeouts"`
+	// KeepSlow enables the fixed slow rule (slow_threshold). Default true.
+	KeepSlow bool `mapstructure:"keep_slow"`
+
+	// AdaptiveSlow keeps traces slower than their own route's recent
+	// latency quantile, the route being the root span's service and name:
+	// a 300 ms trace on a 20 ms endpoint matters, the same on a batch export
+	// does not.
+	AdaptiveSlow AdaptiveSlowConfig `mapstructure:"adaptive_slow"`
+
+	// BaselineMaxPerSecond caps the baseline traces kept per service (the
+	// root span's service) per second, so a chatty service cannot fill the
+	// store through the baseline. 0 means no cap. Default 100.
+	BaselineMaxPerSecond float64 `mapstructure:"baseline_max_per_second"`
+
+	// Services overrides the keep rules for the traces whose root span
+	// belongs to the named service, e.g. a batch job whose traces are all
+	// long: `services: {batch-export: {slow_threshold: 10m, adaptive_slow: false}}`.
+	Services map[string]ServiceRules `mapstructure:"services"`
+}
+
+// AdaptiveSlowConfig configures the per-route latency rule.
+type AdaptiveSlowConfig struct {
+	// Enabled turns the rule on. Default true.
+	Enabled bool `mapstructure:"enabled"`
+	// Quantile is the route latency above which a trace is kept. In (0, 1).
+	// Default 0.99.
+	Quantile float64 `mapstructure:"quantile"`
+	// MinSamples is how many traces of a route must have been seen in the
+	// window before the rule applies to it. Default 100.
+	MinSamples int `mapstructure:"min_samples"`
+	// MinDuration is a floor: traces faster than this are never kept by this
+	// rule, however slow for their route. Default 10ms.
+	MinDuration time.Duration `mapstructure:"min_duration"`
+	// Window is how recent the latencies are: each route keeps the current
+	// and the previous window. Default 5m.
+	Window time.Duration `mapstructure:"window"`
+	// MaxRoutes bounds the routes tracked per shard (about 4 KiB each);
+	// traces of further routes are judged by the other rules. Default 2000.
+	MaxRoutes int `mapstructure:"max_routes"`
+}
+
+// ServiceRules overrides keep rules for one service; an unset key keeps the
+// processor-wide value.
+type ServiceRules struct {
+	KeepErrors           *bool          `mapstructure:"keep_errors"`
+	KeepTimeouts         *bool          `mapstructure:"keep_timeouts"`
+	KeepSlow             *bool          `mapstructure:"keep_slow"`
+	SlowThreshold        *time.Duration `mapstructure:"slow_threshold"`
+	AdaptiveSlow         *bool          `mapstructure:"adaptive_slow"`
+	BaselineRatio        *float64       `mapstructure:"baseline_ratio"`
+	BaselineMaxPerSecond *float64       `mapstructure:"baseline_max_per_second"`
 }
 
 func createDefaultConfig() *Config {
@@ -91,6 +151,18 @@ func createDefaultConfig() *Config {
 		MaxBufferedBytes:  defaultMaxBufferedBytes,
 		MaxTraceBytes:     defaultMaxTraceBytes,
 		MaxSpansPerTrace:  defaultMaxSpansPerTrace,
+		KeepErrors:        true,
+		KeepTimeouts:      true,
+		KeepSlow:          true,
+		AdaptiveSlow: AdaptiveSlowConfig{
+			Enabled:     true,
+			Quantile:    0.99,
+			MinSamples:  100,
+			MinDuration: 10 * time.Millisecond,
+			Window:      5 * time.Minute,
+			MaxRoutes:   2000,
+		},
+		BaselineMaxPerSecond: defaultBaselineMaxPerSecond,
 	}
 }
 
@@ -128,6 +200,37 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxSpansPerTrace <= 0 {
 		errs = append(errs, fmt.Errorf("`max_spans_per_trace` must be positive, got %d", c.MaxSpansPerTrace))
+	}
+	if a := c.AdaptiveSlow; a.Enabled {
+		if !(a.Quantile > 0 && a.Quantile < 1) {
+			errs = append(errs, fmt.Errorf("`adaptive_slow::quantile` must be in (0, 1), got %v", a.Quantile))
+		}
+		if a.MinSamples <= 0 {
+			errs = append(errs, fmt.Errorf("`adaptive_slow::min_samples` must be positive, got %d", a.MinSamples))
+		}
+		if a.MinDuration < 0 {
+			errs = append(errs, fmt.Errorf("`adaptive_slow::min_duration` must not be negative, got %s", a.MinDuration))
+		}
+		if a.Window <= 0 {
+			errs = append(errs, fmt.Errorf("`adaptive_slow::window` must be positive, got %s", a.Window))
+		}
+		if a.MaxRoutes <= 0 {
+			errs = append(errs, fmt.Errorf("`adaptive_slow::max_routes` must be positive, got %d", a.MaxRoutes))
+		}
+	}
+	if !(c.BaselineMaxPerSecond >= 0) {
+		errs = append(errs, fmt.Errorf("`baseline_max_per_second` must not be negative, got %v", c.BaselineMaxPerSecond))
+	}
+	for name, o := range c.Services {
+		if o.SlowThreshold != nil && *o.SlowThreshold <= 0 {
+			errs = append(errs, fmt.Errorf("`services::%s::slow_threshold` must be positive, got %s", name, *o.SlowThreshold))
+		}
+		if r := o.BaselineRatio; r != nil && !(*r >= 0 && *r <= 1) {
+			errs = append(errs, fmt.Errorf("`services::%s::baseline_ratio` must be in [0, 1], got %v", name, *r))
+		}
+		if r := o.BaselineMaxPerSecond; r != nil && !(*r >= 0) {
+			errs = append(errs, fmt.Errorf("`services::%s::baseline_max_per_second` must not be negative, got %v", name, *r))
+		}
 	}
 	return errors.Join(errs...)
 }

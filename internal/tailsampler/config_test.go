@@ -34,6 +34,14 @@ func TestCreateDefaultConfig(t *testing.T) {
 		MaxBufferedBytes:  512 << 20,
 		MaxTraceBytes:     16 << 20,
 		MaxSpansPerTrace:  20000,
+		KeepErrors:        true,
+		KeepTimeouts:      true,
+		KeepSlow:          true,
+		AdaptiveSlow: AdaptiveSlowConfig{
+			Enabled: true, Quantile: 0.99, MinSamples: 100, MinDuration: 10 * time.Millisecond,
+			Window: 5 * time.Minute, MaxRoutes: 2000,
+		},
+		BaselineMaxPerSecond: 100,
 	}, cfg)
 }
 
@@ -61,6 +69,18 @@ func TestLoadConfig(t *testing.T) {
 				MaxBufferedBytes:  64 << 20,
 				MaxTraceBytes:     1 << 20,
 				MaxSpansPerTrace:  500,
+				KeepErrors:        false,
+				KeepTimeouts:      true,
+				KeepSlow:          true,
+				AdaptiveSlow: AdaptiveSlowConfig{
+					Enabled: true, Quantile: 0.95, MinSamples: 50, MinDuration: 0,
+					Window: time.Minute, MaxRoutes: 100,
+				},
+				BaselineMaxPerSecond: 5,
+				Services: map[string]ServiceRules{
+					"batch-export": {SlowThreshold: ptr(10 * time.Minute), AdaptiveSlow: ptr(false), BaselineRatio: ptr(0.0)},
+					"checkout":     {BaselineMaxPerSecond: ptr(50.0)},
+				},
 			},
 		},
 		{id: component.NewIDWithName(typ, "negative_shards"), wantErr: []string{"`num_shards`"}},
@@ -72,6 +92,9 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(typ, "zero_queue"), wantErr: []string{"`shard_queue_size` must be positive"}},
 		{id: component.NewIDWithName(typ, "several_errors"), wantErr: []string{"`decision_wait`", "`shard_queue_size`"}},
 		{id: component.NewIDWithName(typ, "max_wait_below_decision_wait"), wantErr: []string{"`max_wait` (5s) must be at least `decision_wait` (10s)"}},
+		{id: component.NewIDWithName(typ, "bad_rules"), wantErr: []string{
+			"`adaptive_slow::quantile`", "`adaptive_slow::min_samples`", "`adaptive_slow::window`", "`adaptive_slow::max_routes`",
+			"`baseline_max_per_second`", "`services::batch::slow_threshold`", "`services::batch::baseline_ratio`"}},
 		{id: component.NewIDWithName(typ, "tiny_buffer"), wantErr: []string{"`max_buffered_bytes` must be at least 2097152", "`max_trace_bytes`", "`max_spans_per_trace`"}},
 	}
 	for _, tt := range tests {
@@ -159,3 +182,5 @@ func TestDerivedSettings(t *testing.T) {
 	assert.Equal(t, uint64(1)<<56, baselineThreshold(1))
 	assert.Equal(t, uint64(1)<<55, baselineThreshold(0.5))
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -83,14 +83,17 @@ func newHarness(t *testing.T, cfg *Config, opts ...harnessOption) *harness {
 	return h
 }
 
-// testConfig: one shard, 1 s slow threshold, 10 s wait, no baseline, so only
-// the rule under test keeps a trace.
+// testConfig: one shard, 1 s slow threshold, 10 s wait, no baseline, no
+// adaptive slow rule, so only the rule under test keeps a trace.
 func testConfig() *Config {
 	cfg := createDefaultConfig()
 	cfg.NumShards = 1
 	cfg.BaselineRatio = 0
 	cfg.DecisionCacheSize = 1000
 	cfg.ShardQueueSize = 8
+	// Stateful rules off unless a test is about them.
+	cfg.BaselineMaxPerSecond = 0
+	cfg.AdaptiveSlow.Enabled = false
 	return cfg
 }
 

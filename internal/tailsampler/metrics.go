@@ -28,10 +28,11 @@ type telemetry struct {
 	tracesBuffered metric.Int64UpDownCounter
 	bufferedBytes  metric.Int64UpDownCounter
 	earlyDecisions metric.Int64Counter
+	baselineCapped metric.Int64Counter
 	pushbacks      metric.Int64Counter
 
 	// decidedAttrs is indexed by Reason.rank(); rank 0 (none) is the dropped set.
-	decidedAttrs [5]metric.AddOption
+	decidedAttrs [numReasons]metric.AddOption
 	whyAttrs     [numWhy]metric.AddOption
 	lateKept     metric.AddOption
 	lateDropped  metric.AddOption
@@ -59,6 +60,8 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		"Calls to the next consumer that failed; their spans are lost.", "{error}")
 	t.earlyDecisions = counter("tracesift_sampler_early_decisions",
 		"Traces decided before they were complete and quiet, by why (memory|trace_limit|max_wait).", "{trace}")
+	t.baselineCapped = counter("tracesift_sampler_baseline_capped",
+		"Traces the baseline would have kept, dropped by baseline_max_per_second.", "{trace}")
 	t.pushbacks = counter("tracesift_sampler_pushbacks",
 		"Requests refused with ResourceExhausted (HTTP 429) because the buffer was full.", "{request}")
 	t.tracesBuffered = instrument(&errs, m.Int64UpDownCounter, "tracesift_sampler_traces_buffered",
@@ -72,7 +75,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		return nil, err
 	}
 
-	for _, r := range []Reason{ReasonNone, ReasonBaseline, ReasonSlow, ReasonTimeout, ReasonError} {
+	for _, r := range []Reason{ReasonNone, ReasonBaseline, ReasonSlowRoute, ReasonSlow, ReasonTimeout, ReasonError} {
 		decision := decisionKept
 		if r == ReasonNone {
 			decision = decisionDropped

@@ -25,11 +25,11 @@ var (
 type rules struct {
 	wait          time.Duration
 	maxWait       time.Duration
-	slow          time.Duration
-	baseline      uint64 // see baselineThreshold
-	cacheSize     int    // decisions remembered per shard
+	cacheSize     int // decisions remembered per shard
 	maxSpans      int
 	maxTraceBytes int64
+	adaptive      AdaptiveSlowConfig
+	book          ruleBook
 }
 
 // sampler is the tracesift_sampler processor: it routes every span to the
@@ -94,8 +94,8 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		rules: rules{
 			wait:          cfg.DecisionWait,
 			maxWait:       cfg.MaxWait,
-			slow:          cfg.SlowThreshold,
-			baseline:      baselineThreshold(cfg.BaselineRatio),
+			adaptive:      cfg.AdaptiveSlow,
+			book:          newRuleBook(cfg, n),
 			cacheSize:     cfg.cachePerShard(n),
 			maxSpans:      cfg.MaxSpansPerTrace,
 			maxTraceBytes: cfg.MaxTraceBytes,
@@ -218,6 +218,15 @@ type chunkBuilder struct {
 	rsIdx, ssIdx int
 	rs           ptrace.ResourceSpans
 	ss           ptrace.ScopeSpans
+	service      string // of rs
+}
+
+// serviceName is the service.name resource attribute, as in the store.
+func serviceName(rs ptrace.ResourceSpans) string {
+	if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
+		return v.AsString()
+	}
+	return ""
 }
 
 // maxPooledTraces bounds what a pooled scratch keeps: one huge request should
@@ -269,6 +278,7 @@ func (p *sampler) group(td ptrace.Traces, sc *scratch) (received, invalid int) {
 				}
 				b := &sc.builders[last]
 				if b.rsIdx != i {
+					b.service = serviceName(rs)
 					b.rs = b.spans.ResourceSpans().AppendEmpty()
 					rs.Resource().CopyTo(b.rs.Resource())
 					b.rs.SetSchemaUrl(rs.SchemaUrl())
@@ -282,7 +292,7 @@ func (p *sampler) group(td ptrace.Traces, sc *scratch) (received, invalid int) {
 					b.bytes += resourceSize(rs, ss)
 				}
 				span.CopyTo(b.ss.Spans().AppendEmpty())
-				b.add(span)
+				b.addSpan(span, b.service)
 				b.bytes += spanSize(span)
 			}
 		}

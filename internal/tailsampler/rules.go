@@ -25,21 +25,29 @@ const (
 	// ReasonSlow: end-to-end time (latest span end − earliest span start) is at
 	// least slow_threshold.
 	ReasonSlow Reason = "slow"
+	// ReasonSlowRoute: slower than the recent adaptive_slow quantile of its
+	// route (root service and operation).
+	ReasonSlowRoute Reason = "slow_route"
 	// ReasonBaseline: none of the above, kept by the deterministic baseline.
 	ReasonBaseline Reason = "baseline"
 	// ReasonNone: nothing applies; the trace is dropped.
 	ReasonNone Reason = ""
 )
 
+// numReasons sizes tables indexed by Reason.rank().
+const numReasons = 6
+
 // rank orders reasons by precedence so that a trace's reason can be folded
 // incrementally as its spans arrive.
 func (r Reason) rank() int {
 	switch r {
 	case ReasonError:
-		return 4
+		return 5
 	case ReasonTimeout:
-		return 3
+		return 4
 	case ReasonSlow:
+		return 3
+	case ReasonSlowRoute:
 		return 2
 	case ReasonBaseline:
 		return 1
@@ -76,17 +84,91 @@ func spanReason(span ptrace.Span) Reason {
 	return ReasonNone
 }
 
-// decide is the keep decision for a whole trace. known is the strongest span
-// reason seen (see spanReason), e2e the trace's end-to-end time, threshold the
-// baseline bound from baselineThreshold.
-func decide(known Reason, e2e, slowThreshold time.Duration, id pcommon.TraceID, threshold uint64) Reason {
-	if known == ReasonError || known == ReasonTimeout {
-		return known
+// ruleSet is the keep rules in force for the traces of one service.
+type ruleSet struct {
+	keepErrors, keepTimeouts, keepSlow, adaptive bool
+	slow                                         time.Duration
+	baseline                                     uint64  // see baselineThreshold
+	baselinePerSecond                            float64 // per shard; 0: no cap
+}
+
+// ruleBook resolves the rules of a service: the processor-wide set, or the
+// service's overrides applied to it, computed once at start.
+type ruleBook struct {
+	def      ruleSet
+	services map[string]*ruleSet
+}
+
+func newRuleBook(cfg *Config, shards int) ruleBook {
+	def := ruleSet{
+		keepErrors:        cfg.KeepErrors,
+		keepTimeouts:      cfg.KeepTimeouts,
+		keepSlow:          cfg.KeepSlow,
+		adaptive:          cfg.AdaptiveSlow.Enabled,
+		slow:              cfg.SlowThreshold,
+		baseline:          baselineThreshold(cfg.BaselineRatio),
+		baselinePerSecond: cfg.BaselineMaxPerSecond / float64(shards),
 	}
-	if e2e >= slowThreshold {
+	b := ruleBook{def: def, services: make(map[string]*ruleSet, len(cfg.Services))}
+	for name, o := range cfg.Services {
+		rs := def
+		setIf(&rs.keepErrors, o.KeepErrors)
+		setIf(&rs.keepTimeouts, o.KeepTimeouts)
+		setIf(&rs.keepSlow, o.KeepSlow)
+		setIf(&rs.slow, o.SlowThreshold)
+		// The routes are tracked only when the rule is on processor-wide.
+		rs.adaptive = rs.adaptive && (o.AdaptiveSlow == nil || *o.AdaptiveSlow)
+		if o.BaselineRatio != nil {
+			rs.baseline = baselineThreshold(*o.BaselineRatio)
+		}
+		if o.BaselineMaxPerSecond != nil {
+			rs.baselinePerSecond = *o.BaselineMaxPerSecond / float64(shards)
+		}
+		b.services[name] = &rs
+	}
+	return b
+}
+
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+func (b *ruleBook) forService(name string) *ruleSet {
+	if rs, ok := b.services[name]; ok {
+		return rs
+	}
+	return &b.def
+}
+
+// traceFacts is what the keep rules look at, gathered by the shard.
+type traceFacts struct {
+	known      Reason // strongest span reason, see spanReason
+	hasError   bool   // some span has status ERROR
+	hasTimeout bool   // some span is a timeout
+	e2e        time.Duration
+	id         pcommon.TraceID
+	// slowForRoute: e2e is above its route's recent quantile (adaptive_slow).
+	slowForRoute bool
+}
+
+// decide is the keep decision for a whole trace under rs. ReasonBaseline is
+// subject to the service's baseline rate cap, applied by the caller.
+func decide(f traceFacts, rs *ruleSet) Reason {
+	switch {
+	case f.known == ReasonError && rs.keepErrors:
+		return ReasonError
+	case f.hasTimeout && rs.keepTimeouts:
+		return ReasonTimeout
+	case f.hasError && rs.keepErrors:
+		// Only ERROR spans that are also timeouts, with timeouts not kept.
+		return ReasonError
+	case rs.keepSlow && f.e2e >= rs.slow:
 		return ReasonSlow
-	}
-	if baselineKeep(id, threshold) {
+	case rs.adaptive && f.slowForRoute:
+		return ReasonSlowRoute
+	case baselineKeep(f.id, rs.baseline):
 		return ReasonBaseline
 	}
 	return ReasonNone

@@ -149,26 +149,49 @@ func TestDecide(t *testing.T) {
 	const slow = time.Second
 	all, none := baselineThreshold(1), baselineThreshold(0)
 	id := idWithRandom(12345)
+	rules := func(baseline uint64, mutate ...func(*ruleSet)) *ruleSet {
+		rs := &ruleSet{keepErrors: true, keepTimeouts: true, keepSlow: true, adaptive: true, slow: slow, baseline: baseline}
+		for _, m := range mutate {
+			m(rs)
+		}
+		return rs
+	}
+	noErrors := func(rs *ruleSet) { rs.keepErrors = false }
+	noTimeouts := func(rs *ruleSet) { rs.keepTimeouts = false }
+	noSlow := func(rs *ruleSet) { rs.keepSlow = false }
+	noAdaptive := func(rs *ruleSet) { rs.adaptive = false }
+	errFacts := traceFacts{known: ReasonError, hasError: true}
+	timeoutFacts := traceFacts{known: ReasonTimeout, hasTimeout: true}
+	errorTimeoutSpan := traceFacts{known: ReasonTimeout, hasError: true, hasTimeout: true}
 	tests := []struct {
-		name     string
-		known    Reason
-		e2e      time.Duration
-		baseline uint64
-		want     Reason
+		name  string
+		facts traceFacts
+		rules *ruleSet
+		want  Reason
 	}{
-		{"error", ReasonError, 0, none, ReasonError},
-		{"error beats slow", ReasonError, time.Hour, all, ReasonError},
-		{"timeout", ReasonTimeout, 0, none, ReasonTimeout},
-		{"timeout beats slow", ReasonTimeout, time.Hour, all, ReasonTimeout},
-		{"slow exactly at threshold", ReasonNone, slow, none, ReasonSlow},
-		{"just under threshold", ReasonNone, slow - time.Nanosecond, none, ReasonNone},
-		{"slow beats baseline", ReasonNone, 2 * slow, all, ReasonSlow},
-		{"baseline 1 keeps", ReasonNone, 0, all, ReasonBaseline},
-		{"baseline 0 drops", ReasonNone, 0, none, ReasonNone},
+		{"error", errFacts, rules(none), ReasonError},
+		{"error beats slow", traceFacts{known: ReasonError, hasError: true, e2e: time.Hour}, rules(all), ReasonError},
+		{"error and another timeout span: error", traceFacts{known: ReasonError, hasError: true, hasTimeout: true}, rules(none), ReasonError},
+		{"timeout", timeoutFacts, rules(none), ReasonTimeout},
+		{"timeout beats slow", traceFacts{known: ReasonTimeout, hasTimeout: true, e2e: time.Hour}, rules(all), ReasonTimeout},
+		{"errors off", errFacts, rules(none, noErrors), ReasonNone},
+		{"errors off, timeout still kept", traceFacts{known: ReasonError, hasError: true, hasTimeout: true}, rules(none, noErrors), ReasonTimeout},
+		{"timeouts off", timeoutFacts, rules(none, noTimeouts), ReasonNone},
+		{"timeouts off, an ERROR timeout span is still an error", errorTimeoutSpan, rules(none, noTimeouts), ReasonError},
+		{"slow exactly at threshold", traceFacts{e2e: slow}, rules(none), ReasonSlow},
+		{"just under threshold", traceFacts{e2e: slow - time.Nanosecond}, rules(none), ReasonNone},
+		{"slow rule off", traceFacts{e2e: time.Hour}, rules(none, noSlow), ReasonNone},
+		{"slow beats slow for route", traceFacts{e2e: 2 * slow, slowForRoute: true}, rules(none), ReasonSlow},
+		{"slow for route", traceFacts{e2e: 300 * time.Millisecond, slowForRoute: true}, rules(none), ReasonSlowRoute},
+		{"adaptive off", traceFacts{e2e: 300 * time.Millisecond, slowForRoute: true}, rules(none, noAdaptive), ReasonNone},
+		{"slow beats baseline", traceFacts{e2e: 2 * slow}, rules(all), ReasonSlow},
+		{"baseline 1 keeps", traceFacts{}, rules(all), ReasonBaseline},
+		{"baseline 0 drops", traceFacts{}, rules(none), ReasonNone},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, decide(tt.known, tt.e2e, slow, id, tt.baseline))
+			tt.facts.id = id
+			assert.Equal(t, tt.want, decide(tt.facts, tt.rules))
 		})
 	}
 }

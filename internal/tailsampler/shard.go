@@ -23,6 +23,13 @@ type traceChunk struct {
 	reason   Reason            // strongest span reason (error/timeout) so far
 	bytes    int64             // estimated memory, see size.go
 	hasRoot  bool              // a span without a parent has arrived
+
+	hasError, hasTimeout bool // see traceFacts
+
+	// rootService and rootName name the trace's route (adaptive_slow) and
+	// the service whose rules apply; firstService stands in until the root
+	// arrives.
+	rootService, rootName, firstService string
 }
 
 func newTraceChunk(id pcommon.TraceID) traceChunk {
@@ -40,13 +47,62 @@ func (c *traceChunk) add(span ptrace.Span) {
 	if et := span.EndTimestamp(); et > c.maxEnd {
 		c.maxEnd = et
 	}
+	isErr := span.Status().Code() == ptrace.StatusCodeError
+	c.hasError = c.hasError || isErr
+	// The attribute scan is the costly part: skip it when its answer cannot
+	// change the facts (a timeout is known, and this span cannot make the
+	// strongest reason ERROR).
+	timeout := false
+	if !c.hasTimeout || (isErr && c.reason != ReasonError) {
+		timeout = isTimeoutSpan(span)
+	}
+	if timeout {
+		c.hasTimeout = true
+		c.reason = stronger(c.reason, ReasonTimeout)
+	} else if isErr {
+		c.reason = ReasonError
+	}
+}
+
+// addSpan folds a span of the given service into the chunk.
+func (c *traceChunk) addSpan(span ptrace.Span, service string) {
+	c.add(span)
+	if c.firstService == "" {
+		c.firstService = service
+	}
 	if span.ParentSpanID().IsEmpty() {
 		c.hasRoot = true
+		if c.rootName == "" {
+			c.rootService, c.rootName = service, span.Name()
+		}
 	}
-	// Error is the strongest span reason: once seen, nothing can change it.
-	if c.reason != ReasonError {
-		c.reason = stronger(c.reason, spanReason(span))
+}
+
+// merge folds a later chunk of the same trace into c.
+func (c *traceChunk) merge(o *traceChunk) {
+	o.spans.ResourceSpans().MoveAndAppendTo(c.spans.ResourceSpans())
+	c.count += o.count
+	c.bytes += o.bytes
+	c.minStart = min(c.minStart, o.minStart)
+	c.maxEnd = max(c.maxEnd, o.maxEnd)
+	c.reason = stronger(c.reason, o.reason)
+	c.hasRoot = c.hasRoot || o.hasRoot
+	c.hasError = c.hasError || o.hasError
+	c.hasTimeout = c.hasTimeout || o.hasTimeout
+	if c.rootName == "" {
+		c.rootService, c.rootName = o.rootService, o.rootName
 	}
+	if c.firstService == "" {
+		c.firstService = o.firstService
+	}
+}
+
+// service is the service whose keep rules apply to the trace.
+func (c *traceChunk) service() string {
+	if c.rootName != "" {
+		return c.rootService
+	}
+	return c.firstService
 }
 
 // shardMsg is either a batch of trace chunks or a decision pass request; both
@@ -113,6 +169,12 @@ type shard struct {
 	byAge       list.List
 	lastArrival time.Time
 	cache       decisionCache
+
+	routes   routeTable  // adaptive_slow
+	baseline rateLimiter // baseline_max_per_second
+	// now is the time of the message being handled, for the routes' windows
+	// and the baseline buckets.
+	now time.Time
 }
 
 func newShard(id int, p *sampler, queueSize int, budget int64) *shard {
@@ -125,6 +187,9 @@ func newShard(id int, p *sampler, queueSize int, budget int64) *shard {
 		low:    budget / 4 * 3,
 		traces: make(map[pcommon.TraceID]*trace),
 		cache:  newDecisionCache(p.rules.cacheSize),
+		routes: newRouteTable(p.rules.adaptive),
+		// As many services as routes: both bound per-shard state by config.
+		baseline: rateLimiter{buckets: make(map[string]*tokenBucket), max: p.rules.adaptive.MaxRoutes},
 	}
 }
 
@@ -170,6 +235,7 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 		now = s.lastArrival
 	}
 	s.lastArrival = now
+	s.now = now
 	var (
 		out                   keptBatch
 		lateKept, lateDropped int
@@ -197,13 +263,7 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 			s.traces[c.id] = t
 			added++
 		} else {
-			c.spans.ResourceSpans().MoveAndAppendTo(t.spans.ResourceSpans())
-			t.count += c.count
-			t.bytes += c.bytes
-			t.minStart = min(t.minStart, c.minStart)
-			t.maxEnd = max(t.maxEnd, c.maxEnd)
-			t.reason = stronger(t.reason, c.reason)
-			t.hasRoot = t.hasRoot || c.hasRoot
+			t.merge(c)
 			t.lastSeen = now
 			if t.elem == nil {
 				t.elem = s.order.PushBack(t)
@@ -271,6 +331,7 @@ func (s *shard) relieve(out *keptBatch) {
 // quiet for decision_wait, or buffered for max_wait. The kept ones are
 // forwarded in a single call.
 func (s *shard) decideDue(ctx context.Context, now time.Time) {
+	s.now = now
 	var out keptBatch
 	r := s.p.rules
 	for e := s.order.Front(); e != nil; e = s.order.Front() {
@@ -299,6 +360,7 @@ func (s *shard) decideDue(ctx context.Context, now time.Time) {
 
 // flush decides everything still buffered, at shutdown.
 func (s *shard) flush(ctx context.Context) {
+	s.now = s.p.now()
 	var out keptBatch
 	for e := s.byAge.Front(); e != nil; e = s.byAge.Front() {
 		s.decideTrace(e.Value.(*trace), &out, whyOnTime)
@@ -332,8 +394,7 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 	delete(s.traces, t.id)
 	s.addUsed(-t.bytes)
 
-	r := s.p.rules
-	reason := decide(t.reason, t.endToEnd(), r.slow, t.id, r.baseline)
+	reason := s.verdict(t)
 	kept := reason != ReasonNone
 	s.cache.put(t.id, kept)
 
@@ -354,6 +415,24 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 		return
 	}
 	out.add(&t.traceChunk)
+}
+
+// verdict applies the keep rules of t's service, with the shard's route
+// sketches and baseline buckets.
+func (s *shard) verdict(t *trace) Reason {
+	rs := s.p.rules.book.forService(t.service())
+	f := traceFacts{known: t.reason, hasError: t.hasError, hasTimeout: t.hasTimeout, e2e: t.endToEnd(), id: t.id}
+	// Every complete trace feeds its route's sketch, kept or not; a trace
+	// without its root has no route.
+	if rs.adaptive && t.rootName != "" {
+		f.slowForRoute, _ = s.routes.observe(routeKey{t.rootService, t.rootName}, f.e2e, s.now)
+	}
+	reason := decide(f, rs)
+	if reason == ReasonBaseline && !s.baseline.allow(t.service(), rs.baselinePerSecond, s.now) {
+		s.p.tel.baselineCapped.Add(context.Background(), 1)
+		return ReasonNone
+	}
+	return reason
 }
 
 // forward hands kept spans to the next consumer. A failure loses them (the
