@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
@@ -43,7 +44,8 @@ func components() (otelcol.Factories, error) {
 	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](storeexporter.NewFactory()); err != nil {
 		return f, err
 	}
-	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](storeext.NewFactory(), queryext.NewFactory(), ingest.NewLimitsExtensionFactory()); err != nil {
+	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](storeext.NewFactory(), queryext.NewFactory(), ingest.NewLimitsExtensionFactory(),
+		healthcheckextension.NewFactory()); err != nil {
 		return f, err
 	}
 	return f, nil

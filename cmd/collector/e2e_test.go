@@ -64,7 +64,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 type endpoints struct {
-	grpc, http, query, metrics string
+	grpc, http, query, metrics, health string
 }
 
 func startCollector(t *testing.T) endpoints {
@@ -74,6 +74,7 @@ func startCollector(t *testing.T) endpoints {
 		http:    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		query:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		metrics: fmt.Sprint(freePort(t)),
+		health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 	}
 	dir := t.TempDir()
 	cfg := fmt.Sprintf(`
@@ -84,6 +85,8 @@ extensions:
     endpoint: %s
   tracesift_limits:
     max_request_body_size: 1048576
+  health_check:
+    endpoint: %s
 receivers:
   otlp:
     protocols:
@@ -98,7 +101,7 @@ processors:
 exporters:
   tracesift: {}
 service:
-  extensions: [tracesift_query, tracesift_store, tracesift_limits]
+  extensions: [tracesift_query, tracesift_store, tracesift_limits, health_check]
   pipelines:
     traces: {receivers: [otlp], processors: [tracesift_sampler], exporters: [tracesift]}
     logs: {receivers: [otlp], processors: [tracesift_logs], exporters: [tracesift]}
@@ -107,7 +110,7 @@ service:
     metrics:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %s}}}
-`, filepath.Join(dir, "data"), ep.query, ep.grpc, ep.http, ep.metrics)
+`, filepath.Join(dir, "data"), ep.query, ep.health, ep.grpc, ep.http, ep.metrics)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 
@@ -122,18 +125,23 @@ service:
 		cancel()
 		require.NoError(t, <-done)
 	})
-	eventually(t, "the query API", func() bool {
+	eventually(t, "the query API and the health check", func() bool {
 		select {
 		case err := <-done:
 			t.Fatalf("collector stopped: %v", err)
 		default:
 		}
-		resp, err := http.Get("http://" + ep.query + "/health")
-		if err != nil {
-			return false
+		for _, url := range []string{"http://" + ep.query + "/health", "http://" + ep.health + "/"} {
+			resp, err := http.Get(url)
+			if err != nil {
+				return false
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return false
+			}
 		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK && col.GetState() == otelcol.StateRunning
+		return col.GetState() == otelcol.StateRunning
 	})
 	return ep
 }
