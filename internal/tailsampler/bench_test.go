@@ -1,6 +1,7 @@
 package tailsampler
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -12,7 +13,10 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
 	"go.opentelemetry.io/collector/processor/processortest"
+
+	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
 )
 
 const (
@@ -67,51 +71,102 @@ func setBenchTraceIDs(td ptrace.Traces, n uint64) {
 	}
 }
 
-// BenchmarkConsumeTraces measures the whole path: grouping and copying in
-// ConsumeTraces, ingestion in the shards and, every 64 requests, a decision
-// pass with the default 1 % baseline, so the buffers stay bounded.
-func BenchmarkConsumeTraces(b *testing.B) {
-	for _, shards := range []int{1, 4} {
-		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
-			cfg := createDefaultConfig()
-			cfg.NumShards = shards
-			proc, err := NewFactory().CreateTraces(context.Background(),
-				processortest.NewNopSettings(component.MustNewType(typeStr)), cfg, consumertest.NewNop())
-			if err != nil {
-				b.Fatal(err)
-			}
-			p := proc.(*sampler)
-			clock := newFakeClock()
-			p.now = clock.Now
-			p.tick = 0
-			if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				if err := p.Shutdown(context.Background()); err != nil {
-					b.Fatal(err)
-				}
-			}()
-			td := benchRequest()
-			ctx := context.Background()
+// benchSampler is a started sampler with a fake clock and no ticker.
+func benchSampler(b *testing.B, shards int) (*sampler, *fakeClock, *Config) {
+	cfg := createDefaultConfig()
+	cfg.NumShards = shards
+	proc, err := NewFactory().CreateTraces(context.Background(),
+		processortest.NewNopSettings(component.MustNewType(typeStr)), cfg, consumertest.NewNop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := proc.(*sampler)
+	clock := newFakeClock()
+	p.now = clock.Now
+	p.tick = 0
+	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := p.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	})
+	return p, clock, cfg
+}
 
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; b.Loop(); i++ {
-				setBenchTraceIDs(td, uint64(i))
-				if err := p.ConsumeTraces(ctx, td); err != nil {
-					b.Fatal(err)
-				}
-				if i%64 == 63 {
-					if err := p.decideAll(clock.Now().Add(cfg.DecisionWait)); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
+// benchLoop sends requests, with a decision pass (default 1 % baseline)
+// every 64 so the buffers stay bounded, and reports spans/s.
+func benchLoop(b *testing.B, p *sampler, clock *fakeClock, cfg *Config, consume func(i int) error) {
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := consume(i); err != nil {
+			b.Fatal(err)
+		}
+		if i%64 == 63 {
 			if err := p.decideAll(clock.Now().Add(cfg.DecisionWait)); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(b.N)*benchSpansPerRequest/b.Elapsed().Seconds(), "spans/s")
+		}
+	}
+	if err := p.decideAll(clock.Now().Add(cfg.DecisionWait)); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(b.N)*benchSpansPerRequest/b.Elapsed().Seconds(), "spans/s")
+}
+
+// BenchmarkConsumeTraces measures the processor path from pdata: encoding,
+// scanning, grouping and copying, ingestion in the shards and decisions.
+func BenchmarkConsumeTraces(b *testing.B) {
+	for _, shards := range []int{1, 4} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			p, clock, cfg := benchSampler(b, shards)
+			td := benchRequest()
+			ctx := context.Background()
+			benchLoop(b, p, clock, cfg, func(i int) error {
+				setBenchTraceIDs(td, uint64(i))
+				return p.ConsumeTraces(ctx, td)
+			})
+		})
+	}
+}
+
+// BenchmarkConsumeRawTraces measures the receiver path: request bytes in,
+// no pdata until a trace is kept.
+func BenchmarkConsumeRawTraces(b *testing.B) {
+	td := benchRequest()
+	setBenchTraceIDs(td, 1) // non-zero ids: pdata leaves zero ones out
+	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		b.Fatal(err)
+	}
+	// Where each span's trace id sits in req, to give every request new ids
+	// in place.
+	var scanned otlpscan.Request
+	if err := otlpscan.Scan(req, &scanned); err != nil {
+		b.Fatal(err)
+	}
+	idOffsets := make([]int, len(scanned.Spans))
+	from := 0
+	for i := range scanned.Spans {
+		sp := &scanned.Spans[i]
+		at := from + bytes.Index(req[from:], sp.Raw)
+		field := append([]byte{0x0a, 0x10}, sp.TraceID[:]...)
+		idOffsets[i] = at + bytes.LastIndex(sp.Raw, field) + 2
+		from = at + len(sp.Raw)
+	}
+	for _, shards := range []int{1, 4} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			p, clock, cfg := benchSampler(b, shards)
+			ctx := context.Background()
+			benchLoop(b, p, clock, cfg, func(i int) error {
+				n := uint64(i) + 2
+				for j, off := range idOffsets {
+					binary.BigEndian.PutUint64(req[off:], n)
+					binary.BigEndian.PutUint64(req[off+8:], (n*benchSpansPerRequest+uint64(j/benchSpansPerTrace))*0x9e3779b97f4a7c15)
+				}
+				return p.ConsumeRawTraces(ctx, req)
+			})
 		})
 	}
 }
@@ -140,9 +195,20 @@ func BenchmarkKeepReason(b *testing.B) {
 			rs := &ruleSet{keepErrors: true, keepTimeouts: true, keepSlow: true, slow: time.Second, baseline: baselineThreshold(0.01)}
 			b.ReportAllocs()
 			var r Reason
+			td := ptrace.NewTraces()
+			bc.span.CopyTo(td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty())
+			req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var scanned otlpscan.Request
 			for b.Loop() {
-				var c traceChunk
-				c.add(bc.span)
+				// Scanning is where the per-span rule work happens now.
+				if err := otlpscan.Scan(req, &scanned); err != nil {
+					b.Fatal(err)
+				}
+				c := newTraceChunk(id)
+				c.addSpan(&scanned.Spans[0], "svc")
 				r = decide(traceFacts{known: c.reason, hasError: c.hasError, hasTimeout: c.hasTimeout, e2e: 2 * time.Millisecond, id: id}, rs)
 			}
 			_ = r

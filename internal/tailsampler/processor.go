@@ -10,10 +10,13 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
 )
 
 var (
@@ -174,16 +177,32 @@ func (p *sampler) Shutdown(ctx context.Context) error {
 	}
 }
 
-// ConsumeTraces groups the spans of td by trace id and hands each shard its
-// traces in one channel send, blocking while the shard's queue is full. If ctx
-// ends while blocked, shards already served keep their part, so a retry by the
-// caller delivers those spans twice: a duplicate is preferred to holding the
-// caller until every queue has room.
+// ConsumeTraces samples pdata traces (the processor in a Collector
+// pipeline). They are encoded and take the raw path: the sampler buffers
+// wire bytes whatever the entry point.
 func (p *sampler) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("tracesift_sampler: encoding traces: %w", err))
+	}
+	return p.ConsumeRawTraces(ctx, req)
+}
+
+// ConsumeRawTraces samples the bytes of an OTLP ExportTraceServiceRequest:
+// it groups the spans by trace id and hands each shard its traces in one
+// channel send, blocking while the shard's queue is full. req is not
+// retained. A malformed request returns an error wrapping
+// otlpscan.ErrMalformed and changes nothing. If ctx ends while blocked,
+// shards already served keep their part, so a retry by the caller delivers
+// those spans twice: a duplicate is preferred to holding the caller until
+// every queue has room.
+func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 	sc := p.scratch.Get().(*scratch)
 	defer p.putScratch(sc)
-
-	received, invalid := p.group(td, sc)
+	if err := otlpscan.Scan(req, &sc.req); err != nil {
+		return consumererror.NewPermanent(fmt.Errorf("tracesift_sampler: %w", err))
+	}
+	received, invalid := p.group(sc)
 	p.tel.spansReceived.Add(ctx, int64(received))
 	if invalid > 0 {
 		p.tel.spansInvalid.Add(ctx, int64(invalid))
@@ -203,6 +222,8 @@ func (p *sampler) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 // scratch is the per-call grouping state, pooled because a request has tens
 // of traces and the map would otherwise be rebuilt on every call.
 type scratch struct {
+	req      otlpscan.Request
+	services []string // per resource of req: its service.name
 	index    map[pcommon.TraceID]int
 	builders []chunkBuilder
 	counts   []int
@@ -212,21 +233,11 @@ type scratch struct {
 type chunkBuilder struct {
 	traceChunk
 	shard int
-	// Position in the request of the ResourceSpans/ScopeSpans the destination
-	// rs/ss were copied from: spans are visited in order, so comparing with the
-	// last position is enough to copy each Resource and Scope once per trace.
-	rsIdx, ssIdx int
-	rs           ptrace.ResourceSpans
-	ss           ptrace.ScopeSpans
-	service      string // of rs
-}
-
-// serviceName is the service.name resource attribute, as in the store.
-func serviceName(rs ptrace.ResourceSpans) string {
-	if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
-		return v.AsString()
-	}
-	return ""
+	// The request's resource and scope the chunk's last ones were copied
+	// from, and their indexes in the chunk: spans come grouped by scope, so
+	// each Resource and Scope is copied once per trace.
+	reqRes, reqScope     int
+	localRes, localScope int32
 }
 
 // maxPooledTraces bounds what a pooled scratch keeps: one huge request should
@@ -237,65 +248,60 @@ func (p *sampler) putScratch(sc *scratch) {
 	if len(sc.builders) > maxPooledTraces {
 		return
 	}
+	sc.req.Reset()
+	clear(sc.services)
+	sc.services = sc.services[:0]
 	clear(sc.index)
-	clear(sc.builders) // drop references to pdata now owned by the shards
+	clear(sc.builders) // drop references to arenas now owned by the shards
 	sc.builders = sc.builders[:0]
 	clear(sc.counts)
 	p.scratch.Put(sc)
 }
 
-// group copies the valid spans of td into one ptrace.Traces per trace id.
-func (p *sampler) group(td ptrace.Traces, sc *scratch) (received, invalid int) {
+// group copies the valid spans of the scanned request into one chunk per
+// trace id.
+func (p *sampler) group(sc *scratch) (received, invalid int) {
+	req := &sc.req
+	for i := range req.Resources {
+		sc.services = append(sc.services, string(req.Resources[i].ServiceName))
+	}
 	last := -1 // spans of a trace tend to be adjacent: skip the map lookup then
-	rss := td.ResourceSpans()
-	for i := 0; i < rss.Len(); i++ {
-		rs := rss.At(i)
-		sss := rs.ScopeSpans()
-		for j := 0; j < sss.Len(); j++ {
-			ss := sss.At(j)
-			spans := ss.Spans()
-			received += spans.Len()
-			for k := 0; k < spans.Len(); k++ {
-				span := spans.At(k)
-				id := span.TraceID()
-				if id.IsEmpty() || span.SpanID().IsEmpty() {
-					invalid++
-					continue
-				}
-				if last < 0 || sc.builders[last].id != id {
-					idx, ok := sc.index[id]
-					if !ok {
-						idx = len(sc.builders)
-						sc.builders = append(sc.builders, chunkBuilder{
-							traceChunk: newTraceChunk(id),
-							shard:      shardOf(id, len(p.shards)),
-							rsIdx:      -1,
-							ssIdx:      -1,
-						})
-						sc.index[id] = idx
-					}
-					last = idx
-				}
-				b := &sc.builders[last]
-				if b.rsIdx != i {
-					b.service = serviceName(rs)
-					b.rs = b.spans.ResourceSpans().AppendEmpty()
-					rs.Resource().CopyTo(b.rs.Resource())
-					b.rs.SetSchemaUrl(rs.SchemaUrl())
-					b.rsIdx, b.ssIdx = i, -1
-				}
-				if b.ssIdx != j {
-					b.ss = b.rs.ScopeSpans().AppendEmpty()
-					ss.Scope().CopyTo(b.ss.Scope())
-					b.ss.SetSchemaUrl(ss.SchemaUrl())
-					b.ssIdx = j
-					b.bytes += resourceSize(rs, ss)
-				}
-				span.CopyTo(b.ss.Spans().AppendEmpty())
-				b.addSpan(span, b.service)
-				b.bytes += spanSize(span)
-			}
+	for i := range req.Spans {
+		span := &req.Spans[i]
+		received++
+		if !span.Valid() {
+			invalid++
+			continue
 		}
+		id := pcommon.TraceID(span.TraceID)
+		if last < 0 || sc.builders[last].id != id {
+			idx, ok := sc.index[id]
+			if !ok {
+				idx = len(sc.builders)
+				sc.builders = append(sc.builders, chunkBuilder{
+					traceChunk: newTraceChunk(id),
+					shard:      shardOf(id, len(p.shards)),
+					reqRes:     -1,
+					reqScope:   -1,
+				})
+				sc.index[id] = idx
+			}
+			last = idx
+		}
+		b := &sc.builders[last]
+		if b.reqScope != span.Scope {
+			if b.reqRes != span.Resource {
+				b.localRes = b.raw.addResource(&req.Resources[span.Resource])
+				b.reqRes = span.Resource
+			}
+			b.localScope = b.raw.addScope(&req.Scopes[span.Scope], b.localRes)
+			b.reqScope = span.Scope
+		}
+		b.raw.addSpan(span, b.localScope)
+		b.addSpan(span, sc.services[span.Resource])
+	}
+	for i := range sc.builders {
+		sc.builders[i].bytes = sc.builders[i].raw.bytes()
 	}
 	return received, invalid
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
 // Reason says why a trace is kept. It is the value of the `reason` attribute
@@ -70,18 +69,6 @@ func (r Reason) metricValue() string {
 		return "none"
 	}
 	return string(r)
-}
-
-// spanReason is the keep reason a single span carries on its own: timeout,
-// error or none. Slow and baseline need the whole trace, see decide.
-func spanReason(span ptrace.Span) Reason {
-	if isTimeoutSpan(span) {
-		return ReasonTimeout
-	}
-	if span.Status().Code() == ptrace.StatusCodeError {
-		return ReasonError
-	}
-	return ReasonNone
 }
 
 // ruleSet is the keep rules in force for the traces of one service.
@@ -183,142 +170,4 @@ func baselineKeep(id pcommon.TraceID, threshold uint64) bool {
 		r = r<<8 | uint64(b)
 	}
 	return r < threshold
-}
-
-// Attribute keys the timeout rule looks at (OTel semantic conventions, old and
-// new HTTP names).
-const (
-	attrHTTPResponseStatus = "http.response.status_code"
-	attrHTTPStatus         = "http.status_code"
-	attrGRPCStatus         = "rpc.grpc.status_code"
-	attrErrorType          = "error.type"
-	attrExceptionType      = "exception.type"
-
-	exceptionEventName = "exception"
-
-	grpcDeadlineExceeded = 4
-)
-
-func isTimeoutSpan(span ptrace.Span) bool {
-	if timeoutAttrs(span.Attributes(), true) {
-		return true
-	}
-	if namesTimeout(span.Status().Message()) {
-		return true
-	}
-	events := span.Events()
-	for i := 0; i < events.Len(); i++ {
-		ev := events.At(i)
-		if ev.Name() == exceptionEventName && timeoutAttrs(ev.Attributes(), false) {
-			return true
-		}
-	}
-	return false
-}
-
-// timeoutAttrs scans the attributes once instead of one Get per key: spans
-// carry a handful of keys, and this runs for every span received.
-// Status codes only count on the span itself (withStatus); events carry
-// only the error and exception type.
-func timeoutAttrs(attrs pcommon.Map, withStatus bool) bool {
-	for k, v := range attrs.All() {
-		switch k {
-		case attrHTTPResponseStatus, attrHTTPStatus:
-			if withStatus && isHTTPTimeoutStatus(v) {
-				return true
-			}
-		case attrGRPCStatus:
-			if withStatus && isGRPCDeadlineExceeded(v) {
-				return true
-			}
-		case attrErrorType, attrExceptionType:
-			if v.Type() == pcommon.ValueTypeStr && namesTimeout(v.Str()) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// isHTTPTimeoutStatus: 504 Gateway Timeout and 408 Request Timeout, sent as
-// int (semantic conventions) or as string (some older instrumentations).
-func isHTTPTimeoutStatus(v pcommon.Value) bool {
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		c := v.Int()
-		return c == 504 || c == 408
-	case pcommon.ValueTypeStr:
-		s := v.Str()
-		return s == "504" || s == "408"
-	case pcommon.ValueTypeDouble:
-		c := v.Double()
-		return c == 504 || c == 408
-	}
-	return false
-}
-
-func isGRPCDeadlineExceeded(v pcommon.Value) bool {
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		return v.Int() == grpcDeadlineExceeded
-	case pcommon.ValueTypeStr:
-		s := v.Str()
-		return s == "4" || equalFoldASCII(s, "DEADLINE_EXCEEDED")
-	}
-	return false
-}
-
-// namesTimeout reports whether s names a timeout or a deadline, case
-// insensitively: "SocketTimeoutException", "ETIMEDOUT", "timed out",
-// "context.DeadlineExceeded".
-func namesTimeout(s string) bool {
-	if len(s) < len("timeout") { // the shortest needle is 7 bytes ("timeout"); fast path for the common empty message
-		return false
-	}
-	return containsFoldASCII(s, "timeout") ||
-		containsFoldASCII(s, "timedout") ||
-		containsFoldASCII(s, "timed out") ||
-		containsFoldASCII(s, "deadline")
-}
-
-// containsFoldASCII is strings.Contains(strings.ToLower(s), needle) for a
-// lowercase ASCII needle, without allocating: it runs on every span.
-func containsFoldASCII(s, needle string) bool {
-	n := len(needle)
-	for i := 0; i+n <= len(s); i++ {
-		if lowerASCII(s[i]) != needle[0] {
-			continue
-		}
-		j := 1
-		for j < n && lowerASCII(s[i+j]) == needle[j] {
-			j++
-		}
-		if j == n {
-			return true
-		}
-	}
-	return false
-}
-
-func equalFoldASCII(s, upper string) bool {
-	if len(s) != len(upper) {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'a' && c <= 'z' {
-			c -= 'a' - 'A'
-		}
-		if c != upper[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerASCII(c byte) byte {
-	if c >= 'A' && c <= 'Z' {
-		return c + ('a' - 'A')
-	}
-	return c
 }

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
 )
 
 // ruleSpan builds a span for the rule tables: attrs go on the span, events
@@ -38,6 +40,35 @@ func (rs ruleSpan) build(t testing.TB) ptrace.Span {
 		require.NoError(t, ev.Attributes().FromRaw(e.attrs))
 	}
 	return span
+}
+
+// addScanned folds spans into c the way every span goes: encoded, scanned
+// by otlpscan, then folded.
+func addScanned(t testing.TB, c *traceChunk, spans ...ptrace.Span) {
+	t.Helper()
+	td := ptrace.NewTraces()
+	ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty()
+	for i, span := range spans {
+		s := ss.Spans().AppendEmpty()
+		span.CopyTo(s)
+		s.SetTraceID(c.id)
+		s.SetSpanID(pcommon.SpanID{byte(i + 1)})
+	}
+	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	require.NoError(t, err)
+	var r otlpscan.Request
+	require.NoError(t, otlpscan.Scan(req, &r))
+	for i := range r.Spans {
+		c.addSpan(&r.Spans[i], "svc")
+	}
+}
+
+// scannedReason is the reason a chunk records for span.
+func scannedReason(t testing.TB, span ptrace.Span) Reason {
+	t.Helper()
+	c := newTraceChunk(pcommon.TraceID{1})
+	addScanned(t, &c, span)
+	return c.reason
 }
 
 func TestSpanReason(t *testing.T) {
@@ -87,27 +118,8 @@ func TestSpanReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, spanReason(tt.span.build(t)))
+			assert.Equal(t, tt.want, scannedReason(t, tt.span.build(t)))
 		})
-	}
-}
-
-func TestNamesTimeout(t *testing.T) {
-	for s, want := range map[string]bool{
-		"":                                false,
-		"timeout":                         true,
-		"TimeOut":                         true,
-		"java.net.SocketTimeoutException": true,
-		"ETIMEDOUT":                       true,
-		"Connection timed out":            true,
-		"context.DeadlineExceeded":        true,
-		"DEADLINE_EXCEEDED":               true,
-		"time":                            false,
-		"timed":                           false,
-		"time out":                        false,
-		"java.net.ConnectException":       false,
-	} {
-		assert.Equal(t, want, namesTimeout(s), "%q", s)
 	}
 }
 
@@ -124,16 +136,12 @@ func TestTraceReasonPrecedence(t *testing.T) {
 		{healthy, timeoutSpan, errSpan},
 	} {
 		c := newTraceChunk(pcommon.TraceID{1})
-		for _, s := range order {
-			c.add(s)
-		}
+		addScanned(t, &c, order...)
 		assert.Equal(t, ReasonError, c.reason)
 	}
 
 	c := newTraceChunk(pcommon.TraceID{1})
-	c.add(healthy)
-	c.add(timeoutSpan)
-	c.add(healthy)
+	addScanned(t, &c, healthy, timeoutSpan, healthy)
 	assert.Equal(t, ReasonTimeout, c.reason)
 }
 

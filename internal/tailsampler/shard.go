@@ -8,20 +8,21 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
 )
 
 // traceChunk is the part of one trace found in one request, with what the
 // keep rules need already extracted so the shard never rescans spans.
 type traceChunk struct {
 	id       pcommon.TraceID
-	spans    ptrace.Traces
+	raw      rawSpans
 	count    int
 	minStart pcommon.Timestamp // math.MaxUint64 while no span had a start time
 	maxEnd   pcommon.Timestamp // 0 while no span had an end time
 	reason   Reason            // strongest span reason (error/timeout) so far
-	bytes    int64             // estimated memory, see size.go
+	bytes    int64             // accounted memory, see rawSpans.bytes
 	hasRoot  bool              // a span without a parent has arrived
 
 	hasError, hasTimeout bool // see traceFacts
@@ -33,54 +34,43 @@ type traceChunk struct {
 }
 
 func newTraceChunk(id pcommon.TraceID) traceChunk {
-	return traceChunk{id: id, spans: ptrace.NewTraces(), minStart: math.MaxUint64}
+	return traceChunk{id: id, minStart: math.MaxUint64}
 }
 
-// add folds one span into the chunk's summary. Zero timestamps are ignored:
-// a span without a start time would otherwise make its trace decades long,
-// hence "slow".
-func (c *traceChunk) add(span ptrace.Span) {
+// addSpan folds one scanned span of the given service into the chunk's
+// summary. Zero timestamps are ignored: a span without a start time would
+// otherwise make its trace decades long, hence "slow".
+func (c *traceChunk) addSpan(span *otlpscan.Span, service string) {
 	c.count++
-	if st := span.StartTimestamp(); st != 0 && st < c.minStart {
+	if st := pcommon.Timestamp(span.Start); st != 0 && st < c.minStart {
 		c.minStart = st
 	}
-	if et := span.EndTimestamp(); et > c.maxEnd {
+	if et := pcommon.Timestamp(span.End); et > c.maxEnd {
 		c.maxEnd = et
 	}
-	isErr := span.Status().Code() == ptrace.StatusCodeError
+	isErr := span.StatusCode == otlpscan.StatusError
 	c.hasError = c.hasError || isErr
-	// The attribute scan is the costly part: skip it when its answer cannot
-	// change the facts (a timeout is known, and this span cannot make the
-	// strongest reason ERROR).
-	timeout := false
-	if !c.hasTimeout || (isErr && c.reason != ReasonError) {
-		timeout = isTimeoutSpan(span)
-	}
-	if timeout {
+	if span.Timeout {
 		c.hasTimeout = true
 		c.reason = stronger(c.reason, ReasonTimeout)
 	} else if isErr {
+		// A span that is ERROR and a timeout counts as a timeout.
 		c.reason = ReasonError
 	}
-}
-
-// addSpan folds a span of the given service into the chunk.
-func (c *traceChunk) addSpan(span ptrace.Span, service string) {
-	c.add(span)
 	if c.firstService == "" {
 		c.firstService = service
 	}
-	if span.ParentSpanID().IsEmpty() {
+	if span.ParentSpanID == [8]byte{} {
 		c.hasRoot = true
 		if c.rootName == "" {
-			c.rootService, c.rootName = service, span.Name()
+			c.rootService, c.rootName = service, string(span.Name)
 		}
 	}
 }
 
 // merge folds a later chunk of the same trace into c.
 func (c *traceChunk) merge(o *traceChunk) {
-	o.spans.ResourceSpans().MoveAndAppendTo(c.spans.ResourceSpans())
+	c.raw.merge(&o.raw)
 	c.count += o.count
 	c.bytes += o.bytes
 	c.minStart = min(c.minStart, o.minStart)
@@ -172,6 +162,8 @@ type shard struct {
 
 	routes   routeTable  // adaptive_slow
 	baseline rateLimiter // baseline_max_per_second
+	enc      otlpscan.Encoder
+	scratch  rawScratch
 	// now is the time of the message being handled, for the routes' windows
 	// and the baseline buckets.
 	now time.Time
@@ -292,7 +284,7 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 		tel.spansLate.Add(mctx, int64(lateKept), tel.lateKept)
 	}
 	s.relieve(&out)
-	s.forward(ctx, out.td, out.spans)
+	s.forward(ctx, &out)
 }
 
 // relieve decides traces early while the shard holds more than its high-water
@@ -355,7 +347,7 @@ func (s *shard) decideDue(ctx context.Context, now time.Time) {
 		}
 		s.decideTrace(t, &out, whyMaxWait)
 	}
-	s.forward(ctx, out.td, out.spans)
+	s.forward(ctx, &out)
 }
 
 // flush decides everything still buffered, at shutdown.
@@ -365,21 +357,17 @@ func (s *shard) flush(ctx context.Context) {
 	for e := s.byAge.Front(); e != nil; e = s.byAge.Front() {
 		s.decideTrace(e.Value.(*trace), &out, whyOnTime)
 	}
-	s.forward(ctx, out.td, out.spans)
+	s.forward(ctx, &out)
 }
 
-// keptBatch collects the spans kept in one pass; td is created on first use
-// because most passes keep nothing.
+// keptBatch collects the spans kept in one pass, still raw.
 type keptBatch struct {
-	td    ptrace.Traces
+	raw   rawSpans
 	spans int
 }
 
 func (k *keptBatch) add(c *traceChunk) {
-	if k.spans == 0 {
-		k.td = ptrace.NewTraces()
-	}
-	c.spans.ResourceSpans().MoveAndAppendTo(k.td.ResourceSpans())
+	k.raw.merge(&c.raw)
 	k.spans += c.count
 }
 
@@ -435,17 +423,21 @@ func (s *shard) verdict(t *trace) Reason {
 	return reason
 }
 
-// forward hands kept spans to the next consumer. A failure loses them (the
-// sampler has no retry queue; the exporter behind it does), so it is logged
-// and counted, never returned to a receiver that has long moved on.
-func (s *shard) forward(ctx context.Context, td ptrace.Traces, spans int) {
-	if spans == 0 {
+// forward hands kept spans to the next consumer, decoded. A failure loses
+// them (the sampler has no retry queue; the exporter behind it does), so it
+// is logged and counted, never returned to a receiver that has long moved on.
+func (s *shard) forward(ctx context.Context, out *keptBatch) {
+	if out.spans == 0 {
 		return
 	}
-	if err := s.p.next.ConsumeTraces(ctx, td); err != nil {
+	td, err := out.raw.encode(&s.enc, &s.scratch)
+	if err == nil {
+		err = s.p.next.ConsumeTraces(ctx, td)
+	}
+	if err != nil {
 		s.p.tel.exportErrors.Add(context.Background(), 1)
 		s.p.logger.Error("Next consumer rejected kept traces; their spans are lost",
-			zap.Int("shard", s.id), zap.Int("spans", spans), zap.Error(err))
+			zap.Int("shard", s.id), zap.Int("spans", out.spans), zap.Error(err))
 	}
 }
 
