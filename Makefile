@@ -9,7 +9,7 @@ export CHDB_LIB_PATH ?= $(CHDB_LIB)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build run test test-short bench vet fmt clean
+.PHONY: all deps build run test test-short bench bench-compare bench-stat vet fmt clean
 
 all: build
 
@@ -36,12 +36,30 @@ test: deps vet
 
 ## vet: static checks
 vet:
-	@out=$$(gofmt -l ./cmd ./internal); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l ./cmd ./internal ./bench); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-## bench: Go benchmarks of the hot paths
+## bench: Go benchmarks of the hot paths (5 runs each), then tracesift against the OpenTelemetry
+## Collector's tail_sampling under the same OTLP/gRPC load (bench/, BENCH_COUNT runs, medians at the end).
+## BENCH_DURATION is each system's measured window; logs, configs and metrics go to $(BENCH_OUT).
+BENCH_COUNT ?= 3
+BENCH_DURATION ?= 30s
+BENCH_OUT ?= bench/out
+BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchmem -count=5 ./...
+	$(GO) test -run '^$$' -bench . -benchmem -count=5 ./internal/...
+	$(MAKE) --no-print-directory bench-compare
+
+## bench-compare: only the comparison with the Collector's tail_sampling (about 2 minutes per run)
+bench-compare: deps
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; TRACESIFT_BENCH_DURATION=$(BENCH_DURATION) TRACESIFT_BENCH_OUT=$(CURDIR)/$(BENCH_OUT) \
+		$(GO) test -run '^$$' -bench CollectorVsReference -benchtime 1x -count $(BENCH_COUNT) -timeout 60m ./bench/ \
+		| tee $(BENCH_OUT)/compare.txt
+
+## bench-stat: benchstat's summary (median, confidence interval) of the last comparison
+bench-stat:
+	$(GO) run $(BENCHSTAT) $(BENCH_OUT)/compare.txt
 
 clean:
 	rm -rf bin

@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+)
+
+// LoadConfig says where and how hard to send.
+type LoadConfig struct {
+	// Endpoint is the OTLP/gRPC address (host:port), plaintext.
+	Endpoint string
+	// Conns is the number of gRPC connections, each with its own sender
+	// goroutine sending one request at a time, as fast as the server answers.
+	Conns int
+	// Seed makes the load reproducible: the same seed sends the same traces
+	// (ids differ only in time-independent ways: they come from the seed too).
+	Seed uint64
+	// RequestTimeout bounds one export call.
+	RequestTimeout time.Duration
+	// RejectBackoff is the pause of a sender after a rejected request, so that
+	// an overloaded server is not hammered in a tight loop.
+	RejectBackoff time.Duration
+}
+
+// Counts is a snapshot of what a Load has sent.
+type Counts struct {
+	Requests      int64 // accepted (OK) export calls
+	SpansAccepted int64 // spans in accepted calls, less partial-success rejections
+	// SpansPartiallyRejected are spans an OK response reported as rejected.
+	SpansPartiallyRejected int64
+	// Rejected counts failed export calls by gRPC code.
+	Rejected map[codes.Code]int64
+}
+
+// RejectedTotal is the number of failed export calls.
+func (c Counts) RejectedTotal() int64 {
+	var n int64
+	for _, v := range c.Rejected {
+		n += v
+	}
+	return n
+}
+
+// RejectedString lists the failed calls by code, "none" when there were none.
+func (c Counts) RejectedString() string {
+	if len(c.Rejected) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(c.Rejected))
+	for code, n := range c.Rejected {
+		parts = append(parts, fmt.Sprintf("%s=%d", code, n))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+// Load is a running load: Conns senders, each with its own Generator.
+type Load struct {
+	cfg   LoadConfig
+	conns []*grpc.ClientConn
+
+	requests, spans, partial atomic.Int64
+
+	mu          sync.Mutex
+	rejected    map[codes.Code]int64
+	interesting []SentTrace
+	firstErr    error // first rejection, with its message, for the report
+
+	stopping chan struct{}
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup
+}
+
+// StartLoad dials cfg.Conns connections and starts sending at once.
+func StartLoad(cfg LoadConfig) (*Load, error) {
+	if cfg.Conns <= 0 {
+		return nil, fmt.Errorf("load: Conns must be positive, got %d", cfg.Conns)
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = 30 * time.Second
+	}
+	if cfg.RejectBackoff <= 0 {
+		cfg.RejectBackoff = 20 * time.Millisecond
+	}
+	l := &Load{cfg: cfg, rejected: map[codes.Code]int64{}, stopping: make(chan struct{})}
+	for range cfg.Conns {
+		cc, err := grpc.NewClient(cfg.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			l.closeConns()
+			return nil, fmt.Errorf("load: dialing %s: %w", cfg.Endpoint, err)
+		}
+		l.conns = append(l.conns, cc)
+	}
+	// Generators are built before any sender starts so that building them
+	// (about a second of CPU each) is not part of anyone's measured window.
+	gens := make([]*Generator, cfg.Conns)
+	for i := range gens {
+		gens[i] = NewGenerator(i, cfg.Seed)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	for i, cc := range l.conns {
+		client := ptraceotlp.NewGRPCClient(cc)
+		g := gens[i]
+		l.wg.Go(func() { l.send(ctx, client, g) })
+	}
+	return l, nil
+}
+
+// send runs cycles until Stop. A cycle that was started is finished, so
+// every trace recorded as interesting was sent whole (unless a request of it
+// was rejected, which the recall check then shows).
+func (l *Load) send(ctx context.Context, client ptraceotlp.GRPCClient, g *Generator) {
+	var interesting []SentTrace
+	for {
+		select {
+		case <-l.stopping:
+			return
+		default:
+		}
+		interesting = g.NextCycle(time.Now(), interesting[:0])
+		complete := true
+		for i := range g.Requests() {
+			if !l.export(ctx, client, g.Request(i), int64(g.RequestSpans(i))) {
+				complete = false
+				if ctx.Err() != nil {
+					return
+				}
+			}
+		}
+		if complete {
+			l.mu.Lock()
+			l.interesting = append(l.interesting, interesting...)
+			l.mu.Unlock()
+		}
+	}
+}
+
+func (l *Load) export(ctx context.Context, client ptraceotlp.GRPCClient, req ptraceotlp.ExportRequest, spans int64) bool {
+	callCtx, cancel := context.WithTimeout(ctx, l.cfg.RequestTimeout)
+	resp, err := client.Export(callCtx, req)
+	cancel()
+	if err == nil {
+		rejected := resp.PartialSuccess().RejectedSpans()
+		l.requests.Add(1)
+		l.spans.Add(spans - rejected)
+		l.partial.Add(rejected)
+		return true
+	}
+	code := status.Code(err)
+	if errors.Is(err, context.Canceled) || ctx.Err() != nil {
+		return false // Stop's hard deadline, not the server's answer
+	}
+	l.mu.Lock()
+	l.rejected[code]++
+	if l.firstErr == nil {
+		l.firstErr = err
+	}
+	l.mu.Unlock()
+	select {
+	case <-time.After(l.cfg.RejectBackoff):
+	case <-ctx.Done():
+	}
+	return false
+}
+
+// Counts returns what was sent so far.
+func (l *Load) Counts() Counts {
+	c := Counts{
+		Requests:               l.requests.Load(),
+		SpansAccepted:          l.spans.Load(),
+		SpansPartiallyRejected: l.partial.Load(),
+		Rejected:               map[codes.Code]int64{},
+	}
+	l.mu.Lock()
+	for k, v := range l.rejected {
+		c.Rejected[k] = v
+	}
+	l.mu.Unlock()
+	return c
+}
+
+// FirstError is the first failed export call, nil if none failed.
+func (l *Load) FirstError() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.firstErr
+}
+
+// Interesting returns the error and slow traces sent whole so far.
+func (l *Load) Interesting() []SentTrace {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.interesting)
+}
+
+// Stop lets every sender finish its current cycle, waiting at most grace;
+// after that, calls in flight are cancelled. It closes the connections.
+func (l *Load) Stop(grace time.Duration) {
+	close(l.stopping)
+	done := make(chan struct{})
+	go func() {
+		l.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		l.cancel()
+		<-done
+	}
+	l.cancel()
+	l.closeConns()
+}
+
+func (l *Load) closeConns() {
+	for _, cc := range l.conns {
+		_ = cc.Close()
+	}
+}
