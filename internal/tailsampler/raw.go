@@ -39,7 +39,8 @@ type rawSpan struct {
 
 // Memory accounting: the arena and tables at half again their length, for
 // the slack append leaves when a trace's chunks are merged, plus the
-// per-chunk bookkeeping (trace struct, map entry, list elements).
+// bookkeeping of a chunk that becomes a trace (trace struct, map entry, list
+// elements), refunded when the chunk merges into a buffered trace instead.
 const (
 	rawSpanEntry  = 16
 	rawTableEntry = 40

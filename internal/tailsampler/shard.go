@@ -232,7 +232,7 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 		out                   keptBatch
 		lateKept, lateDropped int
 		added                 int
-		lateBytes             int64
+		lateBytes, refund     int64
 	)
 	r := s.p.rules
 	for i := range chunks {
@@ -256,6 +256,9 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 			added++
 		} else {
 			t.merge(c)
+			// The chunk's bookkeeping ended with it; only its spans stay.
+			t.bytes -= chunkOverhead
+			refund += chunkOverhead
 			t.lastSeen = now
 			if t.elem == nil {
 				t.elem = s.order.PushBack(t)
@@ -267,8 +270,8 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 			s.decideTrace(t, &out, whyTraceLimit)
 		}
 	}
-	if lateBytes > 0 {
-		s.addUsed(-lateBytes)
+	if lateBytes+refund > 0 {
+		s.addUsed(-(lateBytes + refund))
 	}
 
 	tel := s.p.tel
