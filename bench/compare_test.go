@@ -58,7 +58,7 @@ type benchOptions struct {
 	// 1; over a 30 s window here it did as well per CPU-second (see
 	// docs/benchmarks.md), but in short runs it lagged behind.
 	refShards int
-	// tsSamplerExtra is added to tracesift_sampler's settings, e.g.
+	// tsSamplerExtra is added to tracesift_otlp's sampler settings, e.g.
 	// "max_buffered_bytes: 2147483648" (TRACESIFT_BENCH_SAMPLER_SETTINGS).
 	tsSamplerExtra string
 	tsVersion      string // git describe of the measured source
@@ -265,10 +265,8 @@ func tracesiftSystem(bin, samplerExtra string) system {
       path: %q
   tracesift_query:
     endpoint: 127.0.0.1:%d
-  tracesift_limits:
-    max_request_body_size: 16777216
 receivers:
-  otlp:
+  tracesift_otlp:
     protocols:
       grpc:
         endpoint: 127.0.0.1:%d
@@ -276,27 +274,24 @@ receivers:
       http:
         endpoint: 127.0.0.1:%d
         max_request_body_size: 16777216
-        middlewares:
-          - id: tracesift_limits
-processors:
-  tracesift_sampler:
-    decision_wait: %s
-    slow_threshold: 1s
-    baseline_ratio: 0.01
+    sampler:
+      decision_wait: %s
+      slow_threshold: 1s
+      baseline_ratio: 0.01
 %s
+processors:
   tracesift_logs: {}
 exporters:
   tracesift:
     store: tracesift_store
 service:
-  extensions: [tracesift_store, tracesift_query, tracesift_limits]
+  extensions: [tracesift_store, tracesift_query]
   pipelines:
     traces:
-      receivers: [otlp]
-      processors: [tracesift_sampler]
+      receivers: [tracesift_otlp]
       exporters: [tracesift]
     logs:
-      receivers: [otlp]
+      receivers: [tracesift_otlp]
       processors: [tracesift_logs]
       exporters: [tracesift]
   telemetry:
@@ -307,7 +302,7 @@ service:
               prometheus:
                 host: 127.0.0.1
                 port: %d
-`, dataDir, p.query, p.grpc, p.http, decisionWait, indent(samplerExtra, "    "), p.metrics)
+`, dataDir, p.query, p.grpc, p.http, decisionWait, indent(samplerExtra, "      "), p.metrics)
 		},
 		ready: func(p ports) bool {
 			return TCPReady(p.grpcAddr()) && HTTPOK(p.queryURL()+"/health")

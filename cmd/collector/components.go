@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/otelcol"
@@ -20,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
 	"github.com/tracesift/tracesift/internal/ingest"
+	"github.com/tracesift/tracesift/internal/ingest/otlpraw"
 	"github.com/tracesift/tracesift/internal/query/queryext"
 	"github.com/tracesift/tracesift/internal/store/storeexporter"
 	"github.com/tracesift/tracesift/internal/store/storeext"
@@ -35,7 +37,7 @@ var defaultConfig []byte
 func components() (otelcol.Factories, error) {
 	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
-	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory()); err != nil {
+	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpraw.NewFactory(newRawSampler), otlpreceiver.NewFactory()); err != nil {
 		return f, err
 	}
 	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](tailsampler.NewFactory(), ingest.NewLogsProcessorFactory()); err != nil {
@@ -49,6 +51,12 @@ func components() (otelcol.Factories, error) {
 		return f, err
 	}
 	return f, nil
+}
+
+// newRawSampler plugs the tail sampler into the tracesift_otlp receiver, which
+// hands it request bytes.
+func newRawSampler(_ context.Context, set receiver.Settings, cfg *tailsampler.Config, next consumer.Traces) (otlpraw.TraceSampler, error) {
+	return tailsampler.NewRaw(processor.Settings{ID: set.ID, TelemetrySettings: set.TelemetrySettings, BuildInfo: set.BuildInfo}, cfg, next)
 }
 
 func providerSettings(uris ...string) otelcol.ConfigProviderSettings {

@@ -83,28 +83,23 @@ extensions:
     embedded: {path: %q}
   tracesift_query:
     endpoint: %s
-  tracesift_limits:
-    max_request_body_size: 1048576
   health_check:
     endpoint: %s
 receivers:
-  otlp:
+  tracesift_otlp:
     protocols:
       grpc: {endpoint: %s, max_recv_msg_size_mib: 1}
-      http:
-        endpoint: %s
-        max_request_body_size: 1048576
-        middlewares: [{id: tracesift_limits}]
+      http: {endpoint: %s, max_request_body_size: 1048576}
+    sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2}
 processors:
-  tracesift_sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2}
   tracesift_logs: {}
 exporters:
   tracesift: {}
 service:
-  extensions: [tracesift_query, tracesift_store, tracesift_limits, health_check]
+  extensions: [tracesift_query, tracesift_store, health_check]
   pipelines:
-    traces: {receivers: [otlp], processors: [tracesift_sampler], exporters: [tracesift]}
-    logs: {receivers: [otlp], processors: [tracesift_logs], exporters: [tracesift]}
+    traces: {receivers: [tracesift_otlp], exporters: [tracesift]}
+    logs: {receivers: [tracesift_otlp], processors: [tracesift_logs], exporters: [tracesift]}
   telemetry:
     logs: {level: warn}
     metrics:

@@ -36,3 +36,18 @@ func createTraces(_ context.Context, set processor.Settings, cfg component.Confi
 	}
 	return p, nil
 }
+
+// RawSampler is the sampler for a receiver that hands it the bytes of OTLP
+// requests (internal/ingest/otlpraw), so that spans are never decoded unless
+// kept.
+type RawSampler interface {
+	component.Component
+	// ConsumeRawTraces samples an OTLP ExportTraceServiceRequest; see
+	// sampler.ConsumeRawTraces.
+	ConsumeRawTraces(ctx context.Context, req []byte) error
+}
+
+// NewRaw builds a sampler that forwards kept traces to next.
+func NewRaw(set processor.Settings, cfg *Config, next consumer.Traces) (RawSampler, error) {
+	return newSampler(set, cfg, next)
+}
