@@ -282,7 +282,7 @@ func (e *limitsExtension) reject(w http.ResponseWriter, r *http.Request, reason 
 		who = "`max_request_body_size` of the tracesift_limits extension"
 	}
 	msg := fmt.Sprintf("request body too large: the limit is %d bytes (%s), set by %s; "+
-		"send smaller batches (lower the exporter's batch size) or raise the limit", limit, humanBytes(limit), who)
+		"send smaller batches (lower the exporter's batch size) or raise the limit", limit, FormatBytes(limit), who)
 
 	e.tooLarge.Add(r.Context(), 1, e.byReason[reason])
 	if e.warned.CompareAndSwap(false, true) {
@@ -327,7 +327,9 @@ func (e *limitsExtension) reject(w http.ResponseWriter, r *http.Request, reason 
 	_, _ = w.Write(payload) // the client may be gone; nothing else to tell it
 }
 
-func humanBytes(n int64) string {
+// FormatBytes renders a size limit for operators: "16 MiB", "512 KiB",
+// "1.5 MiB", "100 B".
+func FormatBytes(n int64) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return strconv.FormatInt(n>>20, 10) + " MiB"

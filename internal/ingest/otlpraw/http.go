@@ -5,9 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tracesift/tracesift/internal/ingest"
 	"mime"
 	"net/http"
-	"strconv"
 
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
@@ -222,7 +222,7 @@ func (r *otlpRaw) tooLarge(w http.ResponseWriter, req *http.Request, sig signal,
 		who = fmt.Sprintf("a middleware of receiver %s (`protocols::http::middlewares`)", r.set.ID)
 	}
 	msg := fmt.Sprintf("request body too large: the limit is %d bytes (%s), set by %s; send smaller batches "+
-		"(lower the exporter's batch size) or raise the limit", limit, humanBytes(limit), who)
+		"(lower the exporter's batch size) or raise the limit", limit, ingest.FormatBytes(limit), who)
 	r.reject(req.Context(), rejectTooLarge, sig, msg, req)
 	if req.ProtoMajor == 1 {
 		// The rest of the body may still be on the wire: closing is
@@ -308,17 +308,4 @@ func writeResponse(w http.ResponseWriter, contentType string, httpCode int, body
 	w.WriteHeader(httpCode)
 	// The client may be gone; there is nobody left to tell.
 	_, _ = w.Write(body) // #nosec G705 -- OTLP payload with an explicit non-HTML Content-Type
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return strconv.FormatInt(n>>10, 10) + " KiB"
-	case n >= 1<<20:
-		return strconv.FormatFloat(float64(n)/(1<<20), 'f', 1, 64) + " MiB"
-	default:
-		return strconv.FormatInt(n, 10) + " B"
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/tracesift/tracesift/internal/ingest"
 	"net/http"
 	"testing"
 	"time"
@@ -90,9 +91,9 @@ func TestRetryAfter(t *testing.T) {
 }
 
 func TestHumanBytes(t *testing.T) {
-	assert.Equal(t, "16 MiB", humanBytes(16<<20))
-	assert.Equal(t, "4 KiB", humanBytes(4096))
-	assert.Equal(t, "1536 KiB", humanBytes(3<<19))
-	assert.Equal(t, "1.5 MiB", humanBytes(3<<19+1))
-	assert.Equal(t, "1000 B", humanBytes(1000))
+	assert.Equal(t, "16 MiB", ingest.FormatBytes(16<<20))
+	assert.Equal(t, "4 KiB", ingest.FormatBytes(4096))
+	assert.Equal(t, "1536 KiB", ingest.FormatBytes(3<<19))
+	assert.Equal(t, "1.5 MiB", ingest.FormatBytes(3<<19+1))
+	assert.Equal(t, "1000 B", ingest.FormatBytes(1000))
 }
