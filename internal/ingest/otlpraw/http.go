@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tracesift/tracesift/internal/ingest"
 	"mime"
 	"net/http"
 
@@ -16,6 +15,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/tracesift/tracesift/internal/ingest"
 )
 
 const (
