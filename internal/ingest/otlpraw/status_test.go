@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/tracesift/tracesift/internal/ingest"
 	"net/http"
 	"testing"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/tracesift/tracesift/internal/ingest"
 	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
 )
 
