@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -172,4 +173,31 @@ func TestPushbackWhenBufferFull(t *testing.T) {
 	h.decideAfterWait()
 	assert.Equal(t, 1, h.sink.SpanCount(), "the retry goes through")
 	assert.Zero(t, sh.used.Load())
+}
+
+func TestLatenessAndDecisionLatencyAreMeasured(t *testing.T) {
+	cfg := testConfig()
+	h := newHarness(t, cfg)
+	h.consume(request(t, "svc", spanSpec{trace: 1, span: 1, dur: time.Millisecond, err: true}))
+	h.clock.Advance(cfg.DecisionWait)
+	require.NoError(t, h.p.decideAll(h.clock.Now()))
+	h.clock.Advance(3 * time.Second)
+	h.consume(request(t, "svc", spanSpec{trace: 1, span: 2, dur: time.Millisecond}))
+	h.barrier()
+
+	histogram := func(name string) metricdata.HistogramDataPoint[float64] {
+		m, err := h.tel.GetMetric(name)
+		require.NoError(t, err)
+		hist, ok := m.Data.(metricdata.Histogram[float64])
+		require.True(t, ok, "%s is a %T", name, m.Data)
+		require.Len(t, hist.DataPoints, 1)
+		return hist.DataPoints[0]
+	}
+	late := histogram("tracesift_sampler_span_lateness_seconds")
+	assert.EqualValues(t, 1, late.Count)
+	assert.InDelta(t, 3, late.Sum, 1e-9, "3 s after the decision")
+	decided := histogram("tracesift_sampler_decision_latency_seconds")
+	assert.EqualValues(t, 1, decided.Count)
+	assert.InDelta(t, cfg.DecisionWait.Seconds(), decided.Sum, 1e-9)
+	assert.EqualValues(t, 1, h.counter("tracesift_sampler_spans_kept", attribute.String("reason", "error")))
 }

@@ -19,17 +19,20 @@ const (
 // telemetry holds the instruments and the attribute sets they are recorded
 // with; the sets are built once because shards record on every decision.
 type telemetry struct {
-	spansReceived  metric.Int64Counter
-	spansInvalid   metric.Int64Counter
-	tracesDecided  metric.Int64Counter
-	spansDropped   metric.Int64Counter
-	spansLate      metric.Int64Counter
-	exportErrors   metric.Int64Counter
-	tracesBuffered metric.Int64UpDownCounter
-	bufferedBytes  metric.Int64UpDownCounter
-	earlyDecisions metric.Int64Counter
-	baselineCapped metric.Int64Counter
-	pushbacks      metric.Int64Counter
+	spansReceived   metric.Int64Counter
+	spansInvalid    metric.Int64Counter
+	tracesDecided   metric.Int64Counter
+	spansDropped    metric.Int64Counter
+	spansLate       metric.Int64Counter
+	exportErrors    metric.Int64Counter
+	tracesBuffered  metric.Int64UpDownCounter
+	bufferedBytes   metric.Int64UpDownCounter
+	earlyDecisions  metric.Int64Counter
+	spansKept       metric.Int64Counter
+	lateness        metric.Float64Histogram
+	decisionLatency metric.Float64Histogram
+	baselineCapped  metric.Int64Counter
+	pushbacks       metric.Int64Counter
 
 	// decidedAttrs is indexed by Reason.rank(); rank 0 (none) is the dropped set.
 	decidedAttrs [numReasons]metric.AddOption
@@ -62,6 +65,17 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		"Traces decided before they were complete and quiet, by why (memory|trace_limit|max_wait).", "{trace}")
 	t.baselineCapped = counter("tracesift_sampler_baseline_capped",
 		"Traces the baseline would have kept, dropped by baseline_max_per_second.", "{trace}")
+	t.spansKept = counter("tracesift_sampler_spans_kept",
+		"Spans of kept traces when their trace was decided, by keep reason (late spans are in spans_late).", "{span}")
+	// Buckets from 10 ms to 10 min: decisions take decision_wait (10 s by
+	// default) to max_wait; late spans come from slow or retrying exporters.
+	buckets := metric.Float64HistogramOption(metric.WithExplicitBucketBoundaries(0.01, 0.1, 0.5, 1, 2, 5, 10, 15, 20, 30, 60, 120, 300, 600))
+	t.lateness = instrument(&errs, m.Float64Histogram, "tracesift_sampler_span_lateness_seconds",
+		metric.Float64HistogramOption(metric.WithDescription("How long after its trace's decision a late span arrived.")),
+		metric.Float64HistogramOption(metric.WithUnit("s")), buckets)
+	t.decisionLatency = instrument(&errs, m.Float64Histogram, "tracesift_sampler_decision_latency_seconds",
+		metric.Float64HistogramOption(metric.WithDescription("Time from a trace's first span to its decision.")),
+		metric.Float64HistogramOption(metric.WithUnit("s")), buckets)
 	t.pushbacks = counter("tracesift_sampler_pushbacks",
 		"Requests refused with ResourceExhausted (HTTP 429) because the buffer was full.", "{request}")
 	t.tracesBuffered = instrument(&errs, m.Int64UpDownCounter, "tracesift_sampler_traces_buffered",

@@ -244,24 +244,21 @@ func TestBaselineKeep(t *testing.T) {
 func TestDecisionCacheEvictsOldest(t *testing.T) {
 	c := newDecisionCache(2)
 	a, b, d := pcommon.TraceID{1}, pcommon.TraceID{2}, pcommon.TraceID{3}
-	c.put(a, true)
-	c.put(b, false)
-	c.put(b, true) // an update takes no new slot
-	kept, ok := c.get(b)
+	at := time.Unix(1_700_000_000, 0)
+	c.put(a, true, at)
+	c.put(b, false, at)
+	c.put(b, true, at.Add(time.Second)) // an update takes no new slot
+	got, ok := c.get(b)
 	assert.True(t, ok)
-	assert.True(t, kept)
+	assert.Equal(t, decision{kept: true, at: at.Add(time.Second).UnixNano()}, got)
 	_, ok = c.get(a)
 	assert.True(t, ok)
 
-	c.put(d, false)
+	c.put(d, false, at)
 	_, ok = c.get(a)
 	assert.False(t, ok, "oldest decision forgotten")
 	_, ok = c.get(b)
 	assert.True(t, ok)
-	kept, ok = c.get(d)
-	assert.True(t, ok)
-	assert.False(t, kept)
-	assert.Len(t, c.kept, 2)
 }
 
 func TestShardOfIsStableAndSpreads(t *testing.T) {

@@ -237,9 +237,10 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 	r := s.p.rules
 	for i := range chunks {
 		c := &chunks[i]
-		if kept, decided := s.cache.get(c.id); decided {
+		if d, decided := s.cache.get(c.id); decided {
 			lateBytes += c.bytes
-			if kept {
+			s.p.tel.lateness.Record(context.Background(), float64(now.UnixNano()-d.at)/1e9)
+			if d.kept {
 				out.add(c)
 				lateKept += c.count
 			} else {
@@ -387,7 +388,7 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 
 	reason := s.verdict(t)
 	kept := reason != ReasonNone
-	s.cache.put(t.id, kept)
+	s.cache.put(t.id, kept, s.now)
 
 	tel := s.p.tel
 	mctx := context.Background()
@@ -396,6 +397,7 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 	if why != whyOnTime {
 		tel.earlyDecisions.Add(mctx, 1, tel.whyAttrs[why])
 	}
+	tel.decisionLatency.Record(mctx, s.now.Sub(t.firstSeen).Seconds())
 	if ce := s.p.logger.Check(zap.DebugLevel, "Trace decided"); ce != nil {
 		ce.Write(zap.Stringer("trace_id", t.id), zap.Bool("kept", kept), zap.String("reason", reason.metricValue()),
 			zap.String("early", whyNames[why]), zap.Int("spans", t.count), zap.Duration("end_to_end", t.endToEnd()),
@@ -405,6 +407,7 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 		tel.spansDropped.Add(mctx, int64(t.count))
 		return
 	}
+	tel.spansKept.Add(mctx, int64(t.count), tel.decidedAttrs[reason.rank()])
 	out.add(&t.traceChunk)
 }
 
@@ -450,31 +453,39 @@ func (s *shard) forward(ctx context.Context, out *keptBatch) {
 // later starts a new trace that is decided on its own (usually dropped, being
 // a fragment), which is the price of bounded memory.
 type decisionCache struct {
-	ring []pcommon.TraceID
-	next int
-	kept map[pcommon.TraceID]bool
+	ring      []pcommon.TraceID
+	next      int
+	decisions map[pcommon.TraceID]decision
+}
+
+// decision is a remembered keep/drop decision and when it was taken, so late
+// spans can say how late they are.
+type decision struct {
+	kept bool
+	at   int64 // unix nanoseconds
 }
 
 func newDecisionCache(size int) decisionCache {
-	return decisionCache{ring: make([]pcommon.TraceID, size), kept: make(map[pcommon.TraceID]bool)}
+	return decisionCache{ring: make([]pcommon.TraceID, size), decisions: make(map[pcommon.TraceID]decision)}
 }
 
-func (c *decisionCache) get(id pcommon.TraceID) (kept, ok bool) {
-	kept, ok = c.kept[id]
-	return kept, ok
+func (c *decisionCache) get(id pcommon.TraceID) (d decision, ok bool) {
+	d, ok = c.decisions[id]
+	return d, ok
 }
 
-func (c *decisionCache) put(id pcommon.TraceID, kept bool) {
-	if _, ok := c.kept[id]; ok {
-		c.kept[id] = kept
+func (c *decisionCache) put(id pcommon.TraceID, kept bool, at time.Time) {
+	d := decision{kept: kept, at: at.UnixNano()}
+	if _, ok := c.decisions[id]; ok {
+		c.decisions[id] = d
 		return
 	}
 	// Every remembered id occupies exactly one ring slot, so when the map is
 	// full the slot about to be reused holds the oldest decision.
-	if len(c.kept) >= len(c.ring) {
-		delete(c.kept, c.ring[c.next])
+	if len(c.decisions) >= len(c.ring) {
+		delete(c.decisions, c.ring[c.next])
 	}
 	c.ring[c.next] = id
-	c.kept[id] = kept
+	c.decisions[id] = d
 	c.next = (c.next + 1) % len(c.ring)
 }
