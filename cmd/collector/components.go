@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
@@ -47,7 +48,7 @@ func components() (otelcol.Factories, error) {
 		return f, err
 	}
 	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](storeext.NewFactory(), queryext.NewFactory(), ingest.NewLimitsExtensionFactory(),
-		healthcheckextension.NewFactory()); err != nil {
+		healthcheckextension.NewFactory(), pprofextension.NewFactory()); err != nil {
 		return f, err
 	}
 	return f, nil

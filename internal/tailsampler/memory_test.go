@@ -80,7 +80,7 @@ func TestTraceOverItsCapIsDecidedAtOnce(t *testing.T) {
 
 	// A healthy trace over its byte cap is dropped at once, not buffered.
 	cfg2 := testConfig()
-	cfg2.MaxTraceBytes = 2048 // 20 small spans account for ~2.6 KiB
+	cfg2.MaxTraceBytes = 1024 // 20 small spans account for ~2 KiB
 	h2 := newHarness(t, cfg2)
 	var big []spanSpec
 	for i := range uint64(20) {

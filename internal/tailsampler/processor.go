@@ -222,11 +222,12 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 // scratch is the per-call grouping state, pooled because a request has tens
 // of traces and the map would otherwise be rebuilt on every call.
 type scratch struct {
-	req      otlpscan.Request
-	services []string // per resource of req: its service.name
-	index    map[pcommon.TraceID]int
-	builders []chunkBuilder
-	counts   []int
+	req       otlpscan.Request
+	services  []string // per resource of req: its service.name
+	spanChunk []int32  // per span of req: its builder, -1 when invalid
+	index     map[pcommon.TraceID]int
+	builders  []chunkBuilder
+	counts    []int
 }
 
 // chunkBuilder accumulates the spans of one trace from one request.
@@ -238,6 +239,8 @@ type chunkBuilder struct {
 	// each Resource and Scope is copied once per trace.
 	reqRes, reqScope     int
 	localRes, localScope int32
+	// Sizes counted by the first pass of group.
+	size, nSpans, nScopes int
 }
 
 // maxPooledTraces bounds what a pooled scratch keeps: one huge request should
@@ -259,18 +262,21 @@ func (p *sampler) putScratch(sc *scratch) {
 }
 
 // group copies the valid spans of the scanned request into one chunk per
-// trace id.
+// trace id. A first pass assigns spans to chunks and counts each chunk's
+// sizes, so the second copies into arenas allocated once at their exact size.
 func (p *sampler) group(sc *scratch) (received, invalid int) {
 	req := &sc.req
 	for i := range req.Resources {
 		sc.services = append(sc.services, string(req.Resources[i].ServiceName))
 	}
+	sc.spanChunk = sc.spanChunk[:0]
 	last := -1 // spans of a trace tend to be adjacent: skip the map lookup then
 	for i := range req.Spans {
 		span := &req.Spans[i]
 		received++
 		if !span.Valid() {
 			invalid++
+			sc.spanChunk = append(sc.spanChunk, -1)
 			continue
 		}
 		id := pcommon.TraceID(span.TraceID)
@@ -288,7 +294,31 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 			}
 			last = idx
 		}
+		sc.spanChunk = append(sc.spanChunk, int32(last))
 		b := &sc.builders[last]
+		b.size += len(span.Raw)
+		b.nSpans++
+		if b.reqScope != span.Scope {
+			// Counted as if the resource were copied with every scope: an
+			// upper bound, exact in the common one-scope case.
+			res, scope := &req.Resources[span.Resource], &req.Scopes[span.Scope]
+			b.size += len(res.Raw) + len(res.SchemaURL) + len(scope.Raw) + len(scope.SchemaURL)
+			b.nScopes++
+			b.reqScope = span.Scope
+		}
+	}
+	for i := range sc.builders {
+		b := &sc.builders[i]
+		b.raw.reserve(b.size, b.nSpans, b.nScopes)
+		b.reqScope = -1
+	}
+	for i := range req.Spans {
+		ci := sc.spanChunk[i]
+		if ci < 0 {
+			continue
+		}
+		span := &req.Spans[i]
+		b := &sc.builders[ci]
 		if b.reqScope != span.Scope {
 			if b.reqRes != span.Resource {
 				b.localRes = b.raw.addResource(&req.Resources[span.Resource])

@@ -8,8 +8,10 @@ import (
 	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
 )
 
-// rawSpans holds spans as their OTLP wire bytes, copied out of the request
-// into one arena, with tables indexing it by offset. A buffered span costs
+// rawSpans holds the spans of one chunk (one trace's part of one request) as
+// their OTLP wire bytes, copied out of the request into one arena, with
+// tables indexing it by offset. A trace is a list of them: they are never
+// concatenated, since most traces are dropped. A buffered span costs
 // its encoded size (~340 bytes for a 10-attribute span) plus a table entry,
 // several times less than its pdata form, and nothing is decoded until a
 // kept trace leaves the sampler (see encode).
@@ -37,20 +39,30 @@ type rawSpan struct {
 	scope int32
 }
 
-// Memory accounting: the arena and tables at half again their length, for
-// the slack append leaves when a trace's chunks are merged, plus the
-// bookkeeping of a chunk that becomes a trace (trace struct, map entry, list
-// elements), refunded when the chunk merges into a buffered trace instead.
+// Memory accounting: the arena and tables (allocated at their exact size by
+// the grouping), the rawSpans itself, and the bookkeeping of a chunk that
+// becomes a trace (trace struct, map entry, list elements), refunded when the
+// chunk joins a buffered trace instead.
 const (
 	rawSpanEntry  = 16
 	rawTableEntry = 40
+	rawPartSize   = 128
 	chunkOverhead = 320
 )
 
 // bytes is the memory a chunk holding r accounts for.
 func (r *rawSpans) bytes() int64 {
-	n := int64(len(r.buf)) + int64(len(r.spans))*rawSpanEntry + int64(len(r.resources)+len(r.scopes))*rawTableEntry
-	return n + n/2 + chunkOverhead
+	return int64(cap(r.buf)) + int64(cap(r.spans))*rawSpanEntry +
+		int64(cap(r.resources)+cap(r.scopes))*rawTableEntry + rawPartSize + chunkOverhead
+}
+
+// reserve sizes r for a chunk whose sizes the grouping has counted, so
+// filling it never reallocates.
+func (r *rawSpans) reserve(bufBytes, spans, scopes int) {
+	r.buf = make([]byte, 0, bufBytes)
+	r.spans = make([]rawSpan, 0, spans)
+	r.scopes = make([]rawScope, 0, scopes)
+	r.resources = make([]rawResource, 0, scopes)
 }
 
 func (r *rawSpans) put(b []byte) blob {
@@ -75,51 +87,36 @@ func (r *rawSpans) addSpan(s *otlpscan.Span, scope int32) {
 	r.spans = append(r.spans, rawSpan{raw: r.put(s.Raw), scope: scope})
 }
 
-// merge appends o's spans to r, shifting o's offsets and indexes.
-func (r *rawSpans) merge(o *rawSpans) {
-	if len(o.spans) == 0 {
-		return
-	}
-	off := int32(len(r.buf))
-	res0, scope0 := int32(len(r.resources)), int32(len(r.scopes))
-	r.buf = append(r.buf, o.buf...)
-	shift := func(b blob) blob { return blob{off: b.off + off, n: b.n} }
-	for _, x := range o.resources {
-		r.resources = append(r.resources, rawResource{raw: shift(x.raw), schema: shift(x.schema)})
-	}
-	for _, x := range o.scopes {
-		r.scopes = append(r.scopes, rawScope{raw: shift(x.raw), schema: shift(x.schema), resource: x.resource + res0})
-	}
-	for _, x := range o.spans {
-		r.spans = append(r.spans, rawSpan{raw: shift(x.raw), scope: x.scope + scope0})
-	}
-}
-
-// encode writes r as an OTLP request and decodes it into pdata for the next
-// consumer: only kept spans ever pay for a full decode.
-func (r *rawSpans) encode(enc *otlpscan.Encoder, scratch *rawScratch) (ptrace.Traces, error) {
-	scratch.resources = scratch.resources[:0]
-	for _, x := range r.resources {
-		scratch.resources = append(scratch.resources, otlpscan.Resource{Raw: r.at(x.raw), SchemaURL: r.at(x.schema)})
-	}
-	scratch.scopes = scratch.scopes[:0]
-	for _, x := range r.scopes {
-		scratch.scopes = append(scratch.scopes, otlpscan.Scope{Raw: r.at(x.raw), SchemaURL: r.at(x.schema), Resource: int(x.resource)})
-	}
-	scratch.spans = scratch.spans[:0]
-	for _, x := range r.spans {
-		scratch.spans = append(scratch.spans, otlpscan.Span{Raw: r.at(x.raw), Scope: int(x.scope), Resource: int(r.scopes[x.scope].resource)})
+// encodeParts writes the spans of parts as one OTLP request and decodes it
+// into pdata for the next consumer: only kept spans ever pay for a full
+// decode. The parts stay where they are; their bytes are copied once, into
+// the request.
+func encodeParts(parts []*rawSpans, enc *otlpscan.Encoder, scratch *rawScratch) (ptrace.Traces, error) {
+	scratch.resources, scratch.scopes, scratch.spans = scratch.resources[:0], scratch.scopes[:0], scratch.spans[:0]
+	for _, r := range parts {
+		res0, scope0 := len(scratch.resources), len(scratch.scopes)
+		for _, x := range r.resources {
+			scratch.resources = append(scratch.resources, otlpscan.Resource{Raw: r.at(x.raw), SchemaURL: r.at(x.schema)})
+		}
+		for _, x := range r.scopes {
+			scratch.scopes = append(scratch.scopes, otlpscan.Scope{Raw: r.at(x.raw), SchemaURL: r.at(x.schema), Resource: res0 + int(x.resource)})
+		}
+		for _, x := range r.spans {
+			scratch.spans = append(scratch.spans, otlpscan.Span{Raw: r.at(x.raw), Scope: scope0 + int(x.scope),
+				Resource: res0 + int(r.scopes[x.scope].resource)})
+		}
 	}
 	scratch.out = enc.Append(scratch.out[:0], scratch.resources, scratch.scopes, scratch.spans)
+	n := len(scratch.spans)
+	clear(scratch.resources)
+	clear(scratch.scopes)
+	clear(scratch.spans)
 	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(scratch.out)
 	if err != nil {
 		// Every byte here passed Scan, which accepts exactly what pdata
 		// accepts: this is a bug, not bad input.
-		return ptrace.Traces{}, fmt.Errorf("decoding %d kept spans: %w", len(r.spans), err)
+		return ptrace.Traces{}, fmt.Errorf("decoding %d kept spans: %w", n, err)
 	}
-	clear(scratch.resources)
-	clear(scratch.scopes)
-	clear(scratch.spans)
 	return td, nil
 }
 

@@ -18,6 +18,7 @@ import (
 type traceChunk struct {
 	id       pcommon.TraceID
 	raw      rawSpans
+	more     []*rawSpans // the trace's later chunks
 	count    int
 	minStart pcommon.Timestamp // math.MaxUint64 while no span had a start time
 	maxEnd   pcommon.Timestamp // 0 while no span had an end time
@@ -70,7 +71,8 @@ func (c *traceChunk) addSpan(span *otlpscan.Span, service string) {
 
 // merge folds a later chunk of the same trace into c.
 func (c *traceChunk) merge(o *traceChunk) {
-	c.raw.merge(&o.raw)
+	c.more = append(c.more, &o.raw)
+	c.more = append(c.more, o.more...)
 	c.count += o.count
 	c.bytes += o.bytes
 	c.minStart = min(c.minStart, o.minStart)
@@ -366,12 +368,13 @@ func (s *shard) flush(ctx context.Context) {
 
 // keptBatch collects the spans kept in one pass, still raw.
 type keptBatch struct {
-	raw   rawSpans
+	parts []*rawSpans
 	spans int
 }
 
 func (k *keptBatch) add(c *traceChunk) {
-	k.raw.merge(&c.raw)
+	k.parts = append(k.parts, &c.raw)
+	k.parts = append(k.parts, c.more...)
 	k.spans += c.count
 }
 
@@ -436,7 +439,7 @@ func (s *shard) forward(ctx context.Context, out *keptBatch) {
 	if out.spans == 0 {
 		return
 	}
-	td, err := out.raw.encode(&s.enc, &s.scratch)
+	td, err := encodeParts(out.parts, &s.enc, &s.scratch)
 	if err == nil {
 		err = s.p.next.ConsumeTraces(ctx, td)
 	}
