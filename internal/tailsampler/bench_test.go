@@ -75,6 +75,7 @@ func setBenchTraceIDs(td ptrace.Traces, n uint64) {
 func benchSampler(b *testing.B, shards int) (*sampler, *fakeClock, *Config) {
 	cfg := createDefaultConfig()
 	cfg.NumShards = shards
+	cfg.GoMemoryLimit = -1
 	proc, err := NewFactory().CreateTraces(context.Background(),
 		processortest.NewNopSettings(component.MustNewType(typeStr)), cfg, consumertest.NewNop())
 	if err != nil {

@@ -137,6 +137,7 @@ func TestValidateInvalid(t *testing.T) {
 		{"buffer below a MiB per shard", func(c *Config) { c.NumShards = 4; c.MaxBufferedBytes = 3 << 20 }, "`max_buffered_bytes`"},
 		{"zero trace bytes", func(c *Config) { c.MaxTraceBytes = 0 }, "`max_trace_bytes`"},
 		{"zero spans per trace", func(c *Config) { c.MaxSpansPerTrace = 0 }, "`max_spans_per_trace`"},
+		{"memory limit below -1", func(c *Config) { c.GoMemoryLimit = -2 }, "`go_memory_limit`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -184,3 +185,12 @@ func TestDerivedSettings(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestGoMemoryLimit(t *testing.T) {
+	cfg := createDefaultConfig()
+	assert.Equal(t, int64(3<<29), cfg.goMemoryLimit(), "three times 512 MiB")
+	cfg.GoMemoryLimit = -1
+	assert.Zero(t, cfg.goMemoryLimit())
+	cfg.GoMemoryLimit = 3 << 30
+	assert.Equal(t, int64(3<<30), cfg.goMemoryLimit())
+}

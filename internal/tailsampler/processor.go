@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +70,8 @@ type sampler struct {
 	stopping chan struct{} // closed first thing in Shutdown: unblocks senders waiting on a full queue
 	stopOnce sync.Once
 
+	memoryLimit int64 // see Config.goMemoryLimit
+
 	runCtx    context.Context // for calls to next; cancelled if Shutdown runs out of time
 	cancelRun context.CancelFunc
 	wg        sync.WaitGroup
@@ -103,9 +108,10 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 			maxSpans:      cfg.MaxSpansPerTrace,
 			maxTraceBytes: cfg.MaxTraceBytes,
 		},
-		now:      time.Now,
-		tick:     cfg.tickInterval(),
-		stopping: make(chan struct{}),
+		now:         time.Now,
+		tick:        cfg.tickInterval(),
+		memoryLimit: cfg.goMemoryLimit(),
+		stopping:    make(chan struct{}),
 	}
 	p.shards = make([]*shard, n)
 	for i := range p.shards {
@@ -133,12 +139,28 @@ func (p *sampler) Start(context.Context, component.Host) error {
 		return errors.New("tracesift_sampler: already started")
 	}
 	p.started = true
+	p.setMemoryLimit()
 	p.runCtx, p.cancelRun = context.WithCancel(context.Background())
 	ctx, tick := p.runCtx, p.tick
 	for _, s := range p.shards {
 		p.wg.Go(func() { s.run(ctx, tick) })
 	}
 	return nil
+}
+
+// setMemoryLimit applies go_memory_limit unless GOMEMLIMIT is set or a
+// limit at least as high is already in force (two samplers in one process).
+func (p *sampler) setMemoryLimit() {
+	limit := p.memoryLimit
+	if limit <= 0 || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	if current := debug.SetMemoryLimit(-1); current != math.MaxInt64 && current >= limit {
+		return
+	}
+	debug.SetMemoryLimit(limit)
+	p.logger.Info("Go soft memory limit set from the sampler's bound (go_memory_limit; GOMEMLIMIT overrides it)",
+		zap.Int64("bytes", limit))
 }
 
 // Shutdown stops accepting spans, lets every shard drain its queue, decides

@@ -18,7 +18,7 @@ import (
 type traceChunk struct {
 	id       pcommon.TraceID
 	raw      rawSpans
-	more     []*rawSpans // the trace's later chunks
+	more     []rawSpans // the trace's later chunks (copied: a pointer would pin the request's whole chunk array)
 	count    int
 	minStart pcommon.Timestamp // math.MaxUint64 while no span had a start time
 	maxEnd   pcommon.Timestamp // 0 while no span had an end time
@@ -71,7 +71,7 @@ func (c *traceChunk) addSpan(span *otlpscan.Span, service string) {
 
 // merge folds a later chunk of the same trace into c.
 func (c *traceChunk) merge(o *traceChunk) {
-	c.more = append(c.more, &o.raw)
+	c.more = append(c.more, o.raw)
 	c.more = append(c.more, o.more...)
 	c.count += o.count
 	c.bytes += o.bytes
@@ -374,7 +374,9 @@ type keptBatch struct {
 
 func (k *keptBatch) add(c *traceChunk) {
 	k.parts = append(k.parts, &c.raw)
-	k.parts = append(k.parts, c.more...)
+	for i := range c.more {
+		k.parts = append(k.parts, &c.more[i])
+	}
 	k.spans += c.count
 }
 
