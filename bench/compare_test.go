@@ -61,7 +61,8 @@ type benchOptions struct {
 	// tsSamplerExtra is added to tracesift_otlp's sampler settings, e.g.
 	// "max_buffered_bytes: 2147483648" (TRACESIFT_BENCH_SAMPLER_SETTINGS).
 	tsSamplerExtra string
-	tsVersion      string // git describe of the measured source
+	rate           float64 // offered spans/s; 0: as fast as the server answers (TRACESIFT_BENCH_RATE)
+	tsVersion      string  // git describe of the measured source
 }
 
 func optionsFromEnv(b *testing.B) benchOptions {
@@ -86,6 +87,13 @@ func optionsFromEnv(b *testing.B) benchOptions {
 			b.Fatalf("TRACESIFT_BENCH_CONNS=%q: want a positive number", v)
 		}
 		o.conns = n
+	}
+	if v := os.Getenv("TRACESIFT_BENCH_RATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r < 0 {
+			b.Fatalf("TRACESIFT_BENCH_RATE=%q: want spans per second (0: as fast as the server answers)", v)
+		}
+		o.rate = r
 	}
 	if v := os.Getenv("TRACESIFT_BENCH_REF_SHARDS"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -542,7 +550,7 @@ func run(b *testing.B, sys system, o benchOptions, seed uint64) *result {
 	}
 	r.rssIdle, _ = mustMem()
 
-	load, err := StartLoad(LoadConfig{Endpoint: p.grpcAddr(), Conns: o.conns, Seed: seed})
+	load, err := StartLoad(LoadConfig{Endpoint: p.grpcAddr(), Conns: o.conns, Seed: seed, Rate: o.rate})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -685,8 +693,12 @@ func mb(n int64) float64 { return float64(n) / (1 << 20) }
 
 func table(o benchOptions, rs []*result, details bool) string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "\n=== tracesift vs OpenTelemetry Collector tail_sampling (contrib v0.161.0): %s measured after %s warm-up, %d gRPC connections, 500-span requests\n",
-		o.duration, o.warmup, o.conns)
+	offered := "as fast as each server answers"
+	if o.rate > 0 {
+		offered = fmt.Sprintf("offered at %.0f spans/s", o.rate)
+	}
+	fmt.Fprintf(&sb, "\n=== tracesift vs OpenTelemetry Collector tail_sampling (contrib v0.161.0): %s measured after %s warm-up, %d gRPC connections, 500-span requests, %s\n",
+		o.duration, o.warmup, o.conns, offered)
 	fmt.Fprintf(&sb, "reference: num_shards %d, num_traces %d, decision_wait %s; tracesift %s: decision_wait %s, baseline_ratio 0.01%s\n",
 		o.refShards, refNumTraces, decisionWait, o.tsVersion, decisionWait, strings.ReplaceAll(indent(o.tsSamplerExtra, ", "), "\n", ""))
 	fmt.Fprintf(&sb, "%-10s %10s %12s %11s %9s %9s %9s %9s %9s %9s\n",

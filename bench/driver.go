@@ -33,6 +33,10 @@ type LoadConfig struct {
 	// RejectBackoff is the pause of a sender after a rejected request, so that
 	// an overloaded server is not hammered in a tight loop.
 	RejectBackoff time.Duration
+	// Rate caps the offered load in spans per second over all connections;
+	// 0 sends as fast as the server answers. A fixed rate compares systems at
+	// the same load rather than each at its own saturation.
+	Rate float64
 }
 
 // Counts is a snapshot of what a Load has sent.
@@ -78,6 +82,9 @@ type Load struct {
 	rejected    map[codes.Code]int64
 	interesting []SentTrace
 	firstErr    error // first rejection, with its message, for the report
+
+	// nextSlot is when (unix ns) the next request may go out under Rate.
+	nextSlot atomic.Int64
 
 	stopping chan struct{}
 	cancel   context.CancelFunc
@@ -149,7 +156,42 @@ func (l *Load) send(ctx context.Context, client ptraceotlp.GRPCClient, g *Genera
 	}
 }
 
+// pace waits for the request's slot under cfg.Rate. Slots are handed out
+// from a shared schedule that never runs ahead of now, so a server slower
+// than the rate is not hit by a catch-up burst.
+func (l *Load) pace(ctx context.Context, spans int64) bool {
+	if l.cfg.Rate <= 0 {
+		return true
+	}
+	cost := int64(float64(spans) / l.cfg.Rate * 1e9)
+	var slot int64
+	for {
+		cur := l.nextSlot.Load()
+		slot = max(cur, time.Now().UnixNano())
+		if l.nextSlot.CompareAndSwap(cur, slot+cost) {
+			break
+		}
+	}
+	wait := time.Until(time.Unix(0, slot))
+	if wait <= 0 {
+		return true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-l.stopping:
+		return false
+	}
+}
+
 func (l *Load) export(ctx context.Context, client ptraceotlp.GRPCClient, req ptraceotlp.ExportRequest, spans int64) bool {
+	if !l.pace(ctx, spans) {
+		return false
+	}
 	callCtx, cancel := context.WithTimeout(ctx, l.cfg.RequestTimeout)
 	resp, err := client.Export(callCtx, req)
 	cancel()
