@@ -62,7 +62,7 @@ type Config struct {
 	// decided after max_wait. Default 30s. Must be at least decision_wait.
 	MaxWait time.Duration `mapstructure:"max_wait"`
 
-	// MaxBufferedBytes bounds the estimated memory of the spans queued for or
+	// MaxBufferedBytes bounds the accounted memory of the spans queued for or
 	// buffered in the shards, split evenly over them. Above 90 % of its share
 	// a shard decides traces early (first those already matching a keep rule,
 	// then complete ones, then the oldest) down to 75 %; a request that would
@@ -81,7 +81,7 @@ type Config struct {
 	// CPU-second). -1 leaves the runtime alone. GOMEMLIMIT, when set, wins.
 	GoMemoryLimit int64 `mapstructure:"go_memory_limit"`
 
-	// MaxTraceBytes caps the estimated memory of one buffered trace; a trace
+	// MaxTraceBytes caps the accounted memory of one buffered trace; a trace
 	// reaching it is decided at once on what has arrived, and its later spans
 	// follow that decision. It keeps one huge trace from starving the others.
 	// Default 16 MiB. Must be positive.

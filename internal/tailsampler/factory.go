@@ -1,7 +1,11 @@
-// Package tailsampler is tracesift's tail-sampling processor: it buffers each
-// trace in the shard that owns its trace id until the trace has been quiet for
-// decision_wait, then keeps it if it has an error, a timeout, is slow, or falls
-// in the deterministic baseline, and forwards kept traces whole.
+// Package tailsampler is tracesift's tail sampler: it buffers each trace, as
+// OTLP wire bytes, in the shard that owns its trace id until its root has
+// arrived and it has been quiet for decision_wait (or max_wait has passed),
+// then keeps it if it has an error or a timeout, is slow (for everyone or for
+// its route), or falls in the deterministic baseline, and forwards kept traces
+// whole, decoded. Memory is bounded in bytes. It runs as the processor
+// tracesift_sampler, or inside the tracesift_otlp receiver (NewRaw), which
+// hands it request bytes.
 package tailsampler
 
 import (

@@ -83,7 +83,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.Int64UpDownCounterOption(metric.WithUnit("{trace}")))
 	t.bufferedBytes = instrument(&errs, m.Int64UpDownCounter, "tracesift_sampler_buffered_bytes",
 		metric.Int64UpDownCounterOption(metric.WithDescription(
-			"Estimated memory of the spans queued for and buffered in the shards (bounded by max_buffered_bytes).")),
+			"Accounted memory of the spans queued for and buffered in the shards (bounded by max_buffered_bytes).")),
 		metric.Int64UpDownCounterOption(metric.WithUnit("By")))
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -14,7 +14,7 @@ import (
 // concatenated, since most traces are dropped. A buffered span costs
 // its encoded size (~340 bytes for a 10-attribute span) plus a table entry,
 // several times less than its pdata form, and nothing is decoded until a
-// kept trace leaves the sampler (see encode).
+// kept trace leaves the sampler (see encodeParts).
 //
 // Offsets rather than slices: the arena grows by append, and slices into an
 // old backing array would keep it alive beside the new one.

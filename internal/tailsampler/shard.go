@@ -147,7 +147,7 @@ type shard struct {
 	p  *sampler // read-only configuration and collaborators
 	in chan shardMsg
 
-	// used is the estimated memory of the spans queued for and buffered in
+	// used is the accounted memory of the spans queued for and buffered in
 	// this shard. Above high the shard decides traces early down to low; a
 	// request that would take it past budget is refused (see sampler.send).
 	used              atomic.Int64
