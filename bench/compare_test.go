@@ -792,10 +792,6 @@ func printMedians() {
 }
 
 func medians(sb *strings.Builder) {
-	type col struct {
-		name string
-		get  func(map[string]*result) (float64, bool)
-	}
 	sys := func(name string, f func(*result) float64) func(map[string]*result) (float64, bool) {
 		return func(rs map[string]*result) (float64, bool) {
 			r, ok := rs[name]

@@ -80,9 +80,10 @@ type Finding struct {
 	Summary string   `json:"summary"`
 }
 
-// eventsJSON and linksJSON are kept as the API's JSON in the spans table.
-func marshalOrEmpty(v any, empty bool) string {
-	if empty {
+// jsonArray is the JSON of a slice of n elements as stored in the spans
+// table (events, links): the API's own JSON, "[]" when empty.
+func jsonArray(v any, n int) string {
+	if n == 0 {
 		return "[]"
 	}
 	b, err := json.Marshal(v)

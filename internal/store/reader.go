@@ -25,10 +25,12 @@ func Query(name, db string) string {
 
 var traceIDRe = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
+const zeroTraceID = "00000000000000000000000000000000"
+
 // ValidTraceID reports whether id is a trace id as the API spells it: 32
 // lowercase hex characters, not all zero.
 func ValidTraceID(id string) bool {
-	return traceIDRe.MatchString(id) && id != strings.Repeat("0", 32)
+	return traceIDRe.MatchString(id) && id != zeroTraceID
 }
 
 // ReaderConfig bounds what a trace read returns.
@@ -43,8 +45,9 @@ type ReaderConfig struct {
 // Reader answers the query API from the store.
 type Reader struct {
 	conn Conn
-	db   string
 	cfg  ReaderConfig
+	// The queries, rendered for the database once.
+	window, spans, logs, findings string
 }
 
 // NewReader returns a reader of database db over conn.
@@ -55,7 +58,9 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	if cfg.MaxLogs <= 0 {
 		cfg.MaxLogs = 10000
 	}
-	return &Reader{conn: conn, db: db, cfg: cfg}
+	return &Reader{conn: conn, cfg: cfg,
+		window: Query("trace_window", db), spans: Query("trace_spans", db),
+		logs: Query("trace_logs", db), findings: Query("trace_findings", db)}
 }
 
 // GetTrace returns the trace's spans, logs and findings, or ErrNotFound.
@@ -69,7 +74,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 		EndNs   int64 `json:"end_ns"`
 	}
 	found := false
-	err := r.conn.Query(ctx, Query("trace_window", r.db), Params{"trace_id": traceID}, func(b []byte) error {
+	err := r.conn.Query(ctx, r.window, Params{"trace_id": traceID}, func(b []byte) error {
 		found = true
 		return json.Unmarshal(b, &win)
 	})
@@ -81,7 +86,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	}
 	t := &Trace{TraceID: traceID, Spans: []Span{}, Logs: []Log{}, Findings: []Finding{}}
 	p := Params{"trace_id": traceID, "start_ns": win.StartNs, "end_ns": win.EndNs}
-	err = r.conn.Query(ctx, Query("trace_spans", r.db), p, func(b []byte) error {
+	err = r.conn.Query(ctx, r.spans, p, func(b []byte) error {
 		var row spanRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
@@ -97,7 +102,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	}
 	w := r.cfg.LogWindow.Nanoseconds()
 	lp := Params{"trace_id": traceID, "from_ns": win.StartNs - w, "to_ns": win.EndNs + w, "limit": uint64(r.cfg.MaxLogs)}
-	err = r.conn.Query(ctx, Query("trace_logs", r.db), lp, func(b []byte) error {
+	err = r.conn.Query(ctx, r.logs, lp, func(b []byte) error {
 		var row logRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
@@ -108,7 +113,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the logs of trace %s: %w", traceID, err)
 	}
-	err = r.conn.Query(ctx, Query("trace_findings", r.db), lp, func(b []byte) error {
+	err = r.conn.Query(ctx, r.findings, lp, func(b []byte) error {
 		var f Finding
 		if err := json.Unmarshal(b, &f); err != nil {
 			return err

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"strings"
 )
 
 // ErrNotFound is returned by readers when the requested trace is not stored.
@@ -38,3 +39,17 @@ var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // ValidDatabaseName reports whether name can be used unquoted as a database.
 func ValidDatabaseName(name string) bool { return identRe.MatchString(name) }
+
+// InsertStatement is an INSERT of JSONEachRow rows carried inline after the
+// FORMAT clause, which ClickHouse streams without parsing them as SQL. It
+// copies the rows once.
+func InsertStatement(table string, jsonEachRow []byte) string {
+	const format = " FORMAT JSONEachRow\n"
+	var b strings.Builder
+	b.Grow(len("INSERT INTO ") + len(table) + len(format) + len(jsonEachRow))
+	b.WriteString("INSERT INTO ")
+	b.WriteString(table)
+	b.WriteString(format)
+	b.Write(jsonEachRow)
+	return b.String()
+}

@@ -282,7 +282,7 @@ func eventsJSON(evs ptrace.SpanEventSlice) string {
 		e := evs.At(i)
 		out = append(out, Event{TimeUnixNano: uint64(e.Timestamp()), Name: e.Name(), Attributes: attrMap(e.Attributes())})
 	}
-	return marshalOrEmpty(out, len(out) == 0)
+	return jsonArray(out, len(out))
 }
 
 func linksJSON(links ptrace.SpanLinkSlice) string {
@@ -291,5 +291,5 @@ func linksJSON(links ptrace.SpanLinkSlice) string {
 		l := links.At(i)
 		out = append(out, Link{TraceID: l.TraceID().String(), SpanID: spanIDString(l.SpanID()), Attributes: attrMap(l.Attributes())})
 	}
-	return marshalOrEmpty(out, len(out) == 0)
+	return jsonArray(out, len(out))
 }

@@ -73,8 +73,7 @@ func (c *Conn) Exec(ctx context.Context, query string, params store.Params) erro
 	return c.run(q, nil)
 }
 
-// Insert implements store.Conn. The rows travel inline after the FORMAT
-// clause; ClickHouse streams them without parsing them as SQL.
+// Insert implements store.Conn.
 func (c *Conn) Insert(ctx context.Context, table string, jsonEachRow []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -84,8 +83,7 @@ func (c *Conn) Insert(ctx context.Context, table string, jsonEachRow []byte) err
 		// so a raw one means a caller bug, not user data.
 		return errors.New("chdb: insert data contains a NUL byte")
 	}
-	q := "INSERT INTO " + table + " FORMAT JSONEachRow\n" + string(jsonEachRow)
-	return c.run(q, nil)
+	return c.run(store.InsertStatement(table, jsonEachRow), nil)
 }
 
 // Query implements store.Conn.

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
@@ -80,10 +81,13 @@ type storeExporter struct {
 	writer  *store.Writer
 	invalid metric.Int64Counter
 	written metric.Int64Counter
-	warned  atomic.Bool
+	// signal is the exporter's signal attribute, built once: it is added
+	// on every write.
+	signal metric.MeasurementOption
+	warned atomic.Bool
 }
 
-func newExporter(set exporter.Settings, cfg *Config) (*storeExporter, error) {
+func newExporter(set exporter.Settings, cfg *Config, signal string) (*storeExporter, error) {
 	m := set.MeterProvider.Meter("github.com/tracesift/tracesift/internal/store/storeexporter")
 	invalid, err := m.Int64Counter("tracesift_store_records_invalid",
 		metric.WithDescription("Spans and log records not stored because an id was invalid"))
@@ -95,7 +99,8 @@ func newExporter(set exporter.Settings, cfg *Config) (*storeExporter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &storeExporter{cfg: cfg, logger: set.Logger, invalid: invalid, written: written}, nil
+	return &storeExporter{cfg: cfg, logger: set.Logger, invalid: invalid, written: written,
+		signal: metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", signal)))}, nil
 }
 
 func (e *storeExporter) start(_ context.Context, host component.Host) error {
@@ -108,9 +113,9 @@ func (e *storeExporter) start(_ context.Context, host component.Host) error {
 }
 
 func (e *storeExporter) account(ctx context.Context, signal string, st store.WriteStats) {
-	e.written.Add(ctx, int64(st.Written), metric.WithAttributes(signalAttr(signal)))
+	e.written.Add(ctx, int64(st.Written), e.signal)
 	if st.Invalid > 0 {
-		e.invalid.Add(ctx, int64(st.Invalid), metric.WithAttributes(signalAttr(signal)))
+		e.invalid.Add(ctx, int64(st.Invalid), e.signal)
 		if e.warned.CompareAndSwap(false, true) {
 			e.logger.Warn("skipping records with an empty trace or span id; they are counted in tracesift_store_records_invalid (logged once)",
 				zap.String("signal", signal), zap.Int("count", st.Invalid))
@@ -132,7 +137,7 @@ func (e *storeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 
 func createTraces(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Traces, error) {
 	c := cfg.(*Config)
-	e, err := newExporter(set, c)
+	e, err := newExporter(set, c, "traces")
 	if err != nil {
 		return nil, err
 	}
@@ -145,7 +150,7 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
 	c := cfg.(*Config)
-	e, err := newExporter(set, c)
+	e, err := newExporter(set, c, "logs")
 	if err != nil {
 		return nil, err
 	}
