@@ -70,6 +70,11 @@ type Config struct {
 	// retry delay, so the process never grows past the bound. Default 512 MiB.
 	MaxBufferedBytes int64 `mapstructure:"max_buffered_bytes"`
 
+	// BufferCompression compresses buffered spans (S2 against a dictionary
+	// trained on recent traffic): ~3× more traffic fits in
+	// max_buffered_bytes for a few percent more CPU. Default true.
+	BufferCompression bool `mapstructure:"buffer_compression"`
+
 	// GoMemoryLimit is the Go runtime's soft memory limit this sampler sets
 	// when it starts: a cap on the heap, whose largest consumer is the
 	// buffer, so that a backlog elsewhere (a slow store) makes the garbage
@@ -160,6 +165,7 @@ func createDefaultConfig() *Config {
 		ShardQueueSize:    defaultShardQueueSize,
 		MaxWait:           defaultMaxWait,
 		MaxBufferedBytes:  defaultMaxBufferedBytes,
+		BufferCompression: true,
 		MaxTraceBytes:     defaultMaxTraceBytes,
 		MaxSpansPerTrace:  defaultMaxSpansPerTrace,
 		KeepErrors:        true,

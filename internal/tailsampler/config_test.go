@@ -32,6 +32,7 @@ func TestCreateDefaultConfig(t *testing.T) {
 		ShardQueueSize:    64,
 		MaxWait:           30 * time.Second,
 		MaxBufferedBytes:  512 << 20,
+		BufferCompression: true,
 		MaxTraceBytes:     16 << 20,
 		MaxSpansPerTrace:  20000,
 		KeepErrors:        true,

@@ -3,6 +3,7 @@ package tailsampler
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -80,7 +81,8 @@ func TestTraceOverItsCapIsDecidedAtOnce(t *testing.T) {
 
 	// A healthy trace over its byte cap is dropped at once, not buffered.
 	cfg2 := testConfig()
-	cfg2.MaxTraceBytes = 1024 // 20 small spans account for ~2 KiB
+	cfg2.MaxTraceBytes = 1024 // 20 small spans account for ~2 KiB uncompressed
+	cfg2.BufferCompression = false
 	h2 := newHarness(t, cfg2)
 	var big []spanSpec
 	for i := range uint64(20) {
@@ -97,10 +99,20 @@ func TestTraceOverItsCapIsDecidedAtOnce(t *testing.T) {
 // far smaller than the flood: the bound holds at every step, the shard
 // decides early instead of growing, and every error trace is kept whole.
 func TestMemoryBoundUnderFlood(t *testing.T) {
+	for _, compress := range []bool{false, true} {
+		t.Run(fmt.Sprintf("buffer_compression=%v", compress), func(t *testing.T) {
+			testMemoryBoundUnderFlood(t, compress)
+		})
+	}
+}
+
+func testMemoryBoundUnderFlood(t *testing.T, compress bool) {
 	cfg := testConfig()
 	cfg.NumShards = 2
 	cfg.MaxBufferedBytes = 2 << 20
+	cfg.BufferCompression = compress
 	h := newHarness(t, cfg)
+	rng := rand.New(rand.NewPCG(1, 2))
 
 	const traces = 3000
 	errorTraces := map[pcommon.TraceID]bool{}
@@ -114,8 +126,11 @@ func TestMemoryBoundUnderFlood(t *testing.T) {
 			}
 			var specs []spanSpec
 			for s := uint64(1); s <= 10; s++ {
+				// A random payload per span, which no compression shrinks
+				// much, so the flood outgrows the buffer either way.
 				specs = append(specs, spanSpec{trace: tr, span: s, parent: s - 1, dur: time.Millisecond, err: isErr && s == 10,
-					attrs: map[string]any{"http.route": "/api/orders/{id}", "peer.service": "payments", "payload": fmt.Sprint(tr, s)}})
+					attrs: map[string]any{"http.route": "/api/orders/{id}", "peer.service": "payments",
+						"payload": fmt.Sprintf("%016x%016x%016x", rng.Uint64(), rng.Uint64(), rng.Uint64())}})
 			}
 			appendResource(t, td, "svc", specs...)
 		}

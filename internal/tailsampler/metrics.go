@@ -33,12 +33,15 @@ type telemetry struct {
 	decisionLatency metric.Float64Histogram
 	baselineCapped  metric.Int64Counter
 	pushbacks       metric.Int64Counter
+	frameBytes      metric.Int64Counter
 
 	// decidedAttrs is indexed by Reason.rank(); rank 0 (none) is the dropped set.
 	decidedAttrs [numReasons]metric.AddOption
 	whyAttrs     [numWhy]metric.AddOption
 	lateKept     metric.AddOption
 	lateDropped  metric.AddOption
+	formPlain    metric.AddOption
+	formStored   metric.AddOption
 }
 
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
@@ -78,6 +81,9 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.Float64HistogramOption(metric.WithUnit("s")), buckets)
 	t.pushbacks = counter("tracesift_sampler_pushbacks",
 		"Requests refused with ResourceExhausted (HTTP 429) because the buffer was full.", "{request}")
+	t.frameBytes = counter("tracesift_sampler_frame_bytes",
+		"Bytes of the span frames the sampler buffered, by form: plain (encoded OTLP) and stored (after "+
+			"buffer_compression); their ratio is the compression ratio.", "By")
 	t.tracesBuffered = instrument(&errs, m.Int64UpDownCounter, "tracesift_sampler_traces_buffered",
 		metric.Int64UpDownCounterOption(metric.WithDescription("Traces buffered in the shards, waiting for a decision.")),
 		metric.Int64UpDownCounterOption(metric.WithUnit("{trace}")))
@@ -104,6 +110,8 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	}
 	t.lateKept = metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decisionKept)))
 	t.lateDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decisionDropped)))
+	t.formPlain = metric.WithAttributeSet(attribute.NewSet(attribute.String("form", "plain")))
+	t.formStored = metric.WithAttributeSet(attribute.NewSet(attribute.String("form", "stored")))
 	return t, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,7 @@ type sampler struct {
 	stopOnce sync.Once
 
 	memoryLimit int64 // see Config.goMemoryLimit
+	dicts       *dictTrainer
 
 	runCtx    context.Context // for calls to next; cancelled if Shutdown runs out of time
 	cancelRun context.CancelFunc
@@ -111,6 +113,7 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		now:         time.Now,
 		tick:        cfg.tickInterval(),
 		memoryLimit: cfg.goMemoryLimit(),
+		dicts:       newDictTrainer(cfg.BufferCompression),
 		stopping:    make(chan struct{}),
 	}
 	p.shards = make([]*shard, n)
@@ -250,19 +253,19 @@ type scratch struct {
 	index     map[pcommon.TraceID]int
 	builders  []chunkBuilder
 	counts    []int
+	sorted    []otlpscan.Span // the valid spans of req, grouped by chunk
+	plain     []byte          // every chunk encoded as a request of its own, one after the other
+	block     []byte          // space for one compressed frame
+	enc       otlpscan.Encoder
 }
 
 // chunkBuilder accumulates the spans of one trace from one request.
 type chunkBuilder struct {
 	traceChunk
 	shard int
-	// The request's resource and scope the chunk's last ones were copied
-	// from, and their indexes in the chunk: spans come grouped by scope, so
-	// each Resource and Scope is copied once per trace.
-	reqRes, reqScope     int
-	localRes, localScope int32
-	// Sizes counted by the first pass of group.
-	size, nSpans, nScopes int
+	// first and next index the chunk's spans in scratch.sorted; plainEnd is
+	// where its encoding ends in scratch.plain.
+	first, next, plainEnd int
 }
 
 // maxPooledTraces bounds what a pooled scratch keeps: one huge request should
@@ -270,22 +273,28 @@ type chunkBuilder struct {
 const maxPooledTraces = 4096
 
 func (p *sampler) putScratch(sc *scratch) {
-	if len(sc.builders) > maxPooledTraces {
+	if len(sc.builders) > maxPooledTraces || cap(sc.plain) > maxPooledPlain {
 		return
 	}
 	sc.req.Reset()
 	clear(sc.services)
 	sc.services = sc.services[:0]
 	clear(sc.index)
-	clear(sc.builders) // drop references to arenas now owned by the shards
+	clear(sc.builders) // drop references to frames now owned by the shards
 	sc.builders = sc.builders[:0]
 	clear(sc.counts)
+	clear(sc.sorted) // drop references into the request
+	sc.sorted = sc.sorted[:0]
 	p.scratch.Put(sc)
 }
 
-// group copies the valid spans of the scanned request into one chunk per
-// trace id. A first pass assigns spans to chunks and counts each chunk's
-// sizes, so the second copies into arenas allocated once at their exact size.
+// maxPooledPlain bounds the encoding space a pooled scratch keeps.
+const maxPooledPlain = 16 << 20
+
+// group turns the valid spans of the scanned request into one chunk per
+// trace id: it gathers each trace's spans, encodes them as a request of their
+// own (otlpscan.Encoder: raw bytes copied, nothing decoded) and stores that
+// as one frame, compressed with the current dictionary (see frames.go).
 func (p *sampler) group(sc *scratch) (received, invalid int) {
 	req := &sc.req
 	for i := range req.Resources {
@@ -309,8 +318,6 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 				sc.builders = append(sc.builders, chunkBuilder{
 					traceChunk: newTraceChunk(id),
 					shard:      shardOf(id, len(p.shards)),
-					reqRes:     -1,
-					reqScope:   -1,
 				})
 				sc.index[id] = idx
 			}
@@ -318,43 +325,43 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 		}
 		sc.spanChunk = append(sc.spanChunk, int32(last))
 		b := &sc.builders[last]
-		b.size += len(span.Raw)
-		b.nSpans++
-		if b.reqScope != span.Scope {
-			// Counted as if the resource were copied with every scope: an
-			// upper bound, exact in the common one-scope case.
-			res, scope := &req.Resources[span.Resource], &req.Scopes[span.Scope]
-			b.size += len(res.Raw) + len(res.SchemaURL) + len(scope.Raw) + len(scope.SchemaURL)
-			b.nScopes++
-			b.reqScope = span.Scope
-		}
-	}
-	for i := range sc.builders {
-		b := &sc.builders[i]
-		b.raw.reserve(b.size, b.nSpans, b.nScopes)
-		b.reqScope = -1
-	}
-	for i := range req.Spans {
-		ci := sc.spanChunk[i]
-		if ci < 0 {
-			continue
-		}
-		span := &req.Spans[i]
-		b := &sc.builders[ci]
-		if b.reqScope != span.Scope {
-			if b.reqRes != span.Resource {
-				b.localRes = b.raw.addResource(&req.Resources[span.Resource])
-				b.reqRes = span.Resource
-			}
-			b.localScope = b.raw.addScope(&req.Scopes[span.Scope], b.localRes)
-			b.reqScope = span.Scope
-		}
-		b.raw.addSpan(span, b.localScope)
 		b.addSpan(span, sc.services[span.Resource])
 	}
-	for i := range sc.builders {
-		sc.builders[i].bytes = sc.builders[i].raw.bytes()
+	if len(sc.builders) == 0 {
+		return received, invalid
 	}
+	off := 0
+	for i := range sc.builders {
+		b := &sc.builders[i]
+		b.first, b.next = off, off
+		off += b.count
+	}
+	sc.sorted = slices.Grow(sc.sorted[:0], off)[:off]
+	for i := range req.Spans {
+		if ci := sc.spanChunk[i]; ci >= 0 {
+			b := &sc.builders[ci]
+			sc.sorted[b.next] = req.Spans[i]
+			b.next++
+		}
+	}
+	sc.plain = sc.plain[:0]
+	for i := range sc.builders {
+		b := &sc.builders[i]
+		sc.plain = sc.enc.Append(sc.plain, req.Resources, req.Scopes, sc.sorted[b.first:b.next])
+		b.plainEnd = len(sc.plain)
+	}
+	cd := p.dicts.codecFor(sc.plain, p.now())
+	start, stored := 0, 0
+	for i := range sc.builders {
+		b := &sc.builders[i]
+		b.codec = cd
+		b.frames, sc.block = cd.frame(sc.plain[start:b.plainEnd], sc.block)
+		start = b.plainEnd
+		b.bytes = int64(len(b.frames)) + chunkOverhead
+		stored += len(b.frames)
+	}
+	p.tel.frameBytes.Add(context.Background(), int64(len(sc.plain)), p.tel.formPlain)
+	p.tel.frameBytes.Add(context.Background(), int64(stored), p.tel.formStored)
 	return received, invalid
 }
 

@@ -3,6 +3,7 @@ package tailsampler
 import (
 	"container/list"
 	"context"
+	"fmt"
 	"math"
 	"sync/atomic"
 	"time"
@@ -17,13 +18,13 @@ import (
 // keep rules need already extracted so the shard never rescans spans.
 type traceChunk struct {
 	id       pcommon.TraceID
-	raw      rawSpans
-	more     []rawSpans // the trace's later chunks (copied: a pointer would pin the request's whole chunk array)
+	frames   []byte // the spans, see frames.go
+	codec    *codec // how frames are stored
 	count    int
 	minStart pcommon.Timestamp // math.MaxUint64 while no span had a start time
 	maxEnd   pcommon.Timestamp // 0 while no span had an end time
 	reason   Reason            // strongest span reason (error/timeout) so far
-	bytes    int64             // accounted memory, see rawSpans.bytes
+	bytes    int64             // accounted memory: frames plus chunkOverhead
 	hasRoot  bool              // a span without a parent has arrived
 
 	hasError, hasTimeout bool // see traceFacts
@@ -69,10 +70,10 @@ func (c *traceChunk) addSpan(span *otlpscan.Span, service string) {
 	}
 }
 
-// merge folds a later chunk of the same trace into c.
+// merge folds a later chunk of the same trace into c; o's frames must be in
+// c's codec (see shard.join).
 func (c *traceChunk) merge(o *traceChunk) {
-	c.more = append(c.more, o.raw)
-	c.more = append(c.more, o.more...)
+	c.frames = concatFrames(c.frames, o.frames)
 	c.count += o.count
 	c.bytes += o.bytes
 	c.minStart = min(c.minStart, o.minStart)
@@ -164,8 +165,7 @@ type shard struct {
 
 	routes   routeTable  // adaptive_slow
 	baseline rateLimiter // baseline_max_per_second
-	enc      otlpscan.Encoder
-	scratch  rawScratch
+	scratch  shardScratch
 	// now is the time of the message being handled, for the routes' windows
 	// and the baseline buckets.
 	now time.Time
@@ -258,10 +258,7 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 			s.traces[c.id] = t
 			added++
 		} else {
-			t.merge(c)
-			// The chunk's bookkeeping ended with it; only its spans stay.
-			t.bytes -= chunkOverhead
-			refund += chunkOverhead
+			refund += s.join(t, c)
 			t.lastSeen = now
 			if t.elem == nil {
 				t.elem = s.order.PushBack(t)
@@ -273,7 +270,7 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 			s.decideTrace(t, &out, whyTraceLimit)
 		}
 	}
-	if lateBytes+refund > 0 {
+	if lateBytes+refund != 0 {
 		s.addUsed(-(lateBytes + refund))
 	}
 
@@ -291,6 +288,26 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 	}
 	s.relieve(&out)
 	s.forward(ctx, &out)
+}
+
+// join merges chunk c into its buffered trace t and returns the accounted
+// bytes that became free: the chunk's bookkeeping ended with it, only its
+// spans stay. A chunk compressed with an older or newer dictionary than t's
+// is re-encoded in t's codec first, so a trace has a single codec.
+func (s *shard) join(t *trace, c *traceChunk) (freed int64) {
+	freed = chunkOverhead
+	if c.codec != t.codec {
+		frames, err := transcode(c.codec, t.codec, c.frames, &s.scratch)
+		if err != nil {
+			// The frames were written by this process moments ago.
+			panic(fmt.Sprintf("tracesift_sampler: re-encoding buffered spans: %v", err))
+		}
+		freed += int64(len(c.frames) - len(frames))
+		c.frames = frames
+	}
+	c.bytes -= freed
+	t.merge(c)
+	return freed
 }
 
 // relieve decides traces early while the shard holds more than its high-water
@@ -366,17 +383,14 @@ func (s *shard) flush(ctx context.Context) {
 	s.forward(ctx, &out)
 }
 
-// keptBatch collects the spans kept in one pass, still raw.
+// keptBatch collects the spans kept in one pass, still as frames.
 type keptBatch struct {
-	parts []*rawSpans
+	parts []framesRef
 	spans int
 }
 
 func (k *keptBatch) add(c *traceChunk) {
-	k.parts = append(k.parts, &c.raw)
-	for i := range c.more {
-		k.parts = append(k.parts, &c.more[i])
-	}
+	k.parts = append(k.parts, framesRef{frames: c.frames, codec: c.codec})
 	k.spans += c.count
 }
 
@@ -441,7 +455,7 @@ func (s *shard) forward(ctx context.Context, out *keptBatch) {
 	if out.spans == 0 {
 		return
 	}
-	td, err := encodeParts(out.parts, &s.enc, &s.scratch)
+	td, err := decodeKept(out.parts, &s.scratch)
 	if err == nil {
 		err = s.p.next.ConsumeTraces(ctx, td)
 	}

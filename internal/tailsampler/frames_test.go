@@ -1,0 +1,142 @@
+package tailsampler
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/s2"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
+)
+
+// plainRequest is an encoded request of n spans with repetitive attributes,
+// like real traffic.
+func plainRequest(t *testing.T, trace uint64, n int) []byte {
+	t.Helper()
+	var specs []spanSpec
+	for i := range uint64(n) {
+		specs = append(specs, spanSpec{trace: trace, span: i + 1, parent: i, dur: time.Millisecond,
+			attrs: map[string]any{"http.route": "/api/orders/{id}", "http.request.method": "GET", "server.address": "orders.internal"}})
+	}
+	b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(request(t, "orders", specs...))
+	require.NoError(t, err)
+	return b
+}
+
+func TestCodecsRoundTrip(t *testing.T) {
+	var sample []byte
+	for tr := uint64(100); len(sample) < 32<<10; tr++ {
+		sample = append(sample, plainRequest(t, tr, 10)...)
+	}
+	codecs := map[string]*codec{"uncompressed": nil, "s2": {}, "s2 with dictionary": {dict: s2.MakeDict(sample, nil)}}
+	a, b := plainRequest(t, 1, 3), plainRequest(t, 2, 40)
+	for name, cd := range codecs {
+		t.Run(name, func(t *testing.T) {
+			var scratch []byte
+			fa, scratch := cd.frame(a, scratch)
+			fb, _ := cd.frame(b, scratch)
+			assert.Equal(t, len(fa), cap(fa), "frames are allocated at their exact size")
+			frames := concatFrames(fa, fb)
+			got, err := cd.decode([]byte("prefix"), frames)
+			require.NoError(t, err)
+			assert.Equal(t, append(append([]byte("prefix"), a...), b...), got)
+
+			if cd != nil {
+				assert.Less(t, len(fb), len(b), "compressed")
+			}
+			_, err = cd.decode(nil, frames[:len(frames)-3])
+			assert.ErrorIs(t, err, errCorruptFrame)
+			_, err = cd.decode(nil, []byte{0xff})
+			assert.ErrorIs(t, err, errCorruptFrame)
+		})
+	}
+	// The dictionary earns its keep on small frames.
+	plainS2, _ := codecs["s2"].frame(a, nil)
+	withDict, _ := codecs["s2 with dictionary"].frame(a, nil)
+	assert.Less(t, len(withDict)*2, len(plainS2), "a dictionary at least halves a small frame here: %d vs %d", len(withDict), len(plainS2))
+}
+
+func TestDictTrainer(t *testing.T) {
+	assert.Nil(t, newDictTrainer(false).codecFor(make([]byte, 100<<10), time.Now()), "buffer_compression off")
+
+	tr := newDictTrainer(true)
+	now := time.Unix(1000, 0)
+	first := tr.codecFor(bytes.Repeat([]byte("a"), 10<<10), now)
+	require.NotNil(t, first)
+	assert.Nil(t, first.dict, "plain S2 until enough traffic was seen")
+	second := tr.codecFor(bytes.Repeat([]byte("b"), 10<<10), now)
+	require.NotNil(t, second.dict, "trained once a quarter of a dictionary was collected")
+	assert.Same(t, second, tr.codecFor(make([]byte, 100<<10), now.Add(dictRefresh-time.Second)), "kept until dictRefresh")
+
+	// Retraining takes a slice of each of several requests.
+	later := now.Add(dictRefresh)
+	var got *codec
+	for i := range dictSampleSize / dictSamplePerCall {
+		got = tr.codecFor(bytes.Repeat([]byte{byte('c' + i)}, 100<<10), later)
+		if i < dictSampleSize/dictSamplePerCall-1 {
+			assert.Same(t, second, got, "request %d", i)
+		}
+	}
+	assert.NotSame(t, second, got, "retrained")
+	assert.Len(t, got.dict.Bytes(), dictSampleSize+1, "a full sample (plus its repeat offset)")
+}
+
+// A trace whose chunks straddle a retraining of the dictionary is re-encoded
+// into one codec and kept whole, byte for byte.
+func TestTraceStraddlingDictionaryRetrainIsKeptWhole(t *testing.T) {
+	h := newHarness(t, testConfig())
+	var sent []spanSpec
+	for i := uint64(1); i <= 4; i++ {
+		sent = append(sent, spanSpec{trace: 5, span: i, parent: i - 1, dur: time.Millisecond, err: i == 4,
+			attrs: map[string]any{"n": fmt.Sprint(i)}})
+	}
+	h.consume(request(t, "svc", sent[:2]...))
+	h.barrier()
+	before := h.p.shards[0].traces[tid(5)].codec
+	var sample []byte
+	for tr := uint64(100); len(sample) < 32<<10; tr++ {
+		sample = append(sample, plainRequest(t, tr, 10)...)
+	}
+	h.p.dicts.current.Store(&codec{dict: s2.MakeDict(sample, nil)})
+	h.consume(request(t, "svc", sent[2:]...))
+	h.barrier()
+	tr := h.p.shards[0].traces[tid(5)]
+	require.NotNil(t, tr)
+	assert.Same(t, before, tr.codec, "the trace keeps its codec")
+	h.decideAfterWait()
+
+	want := ptrace.NewTraces()
+	appendResource(t, want, "svc", sent[:2]...)
+	appendResource(t, want, "svc", sent[2:]...)
+	require.Len(t, h.sink.AllTraces(), 1)
+	assert.Equal(t, want, h.sink.AllTraces()[0])
+	assert.Zero(t, h.p.shards[0].used.Load())
+}
+
+func TestFrameBytesMetric(t *testing.T) {
+	h := newHarness(t, testConfig())
+	for tr := uint64(1); tr <= 50; tr++ {
+		var specs []spanSpec
+		for i := range uint64(10) {
+			specs = append(specs, spanSpec{trace: tr, span: i + 1, parent: i, dur: time.Millisecond,
+				attrs: map[string]any{"http.route": "/api/orders/{id}", "server.address": "orders.internal"}})
+		}
+		h.consume(request(t, "svc", specs...))
+	}
+	h.barrier()
+	plain := h.counter("tracesift_sampler_frame_bytes", attribute.String("form", "plain"))
+	stored := h.counter("tracesift_sampler_frame_bytes", attribute.String("form", "stored"))
+	assert.Positive(t, stored)
+	assert.Less(t, stored*2, plain, "repetitive spans compress at least 2×: %d → %d", plain, stored)
+	var used int64
+	for _, sh := range h.p.shards {
+		used += sh.used.Load()
+	}
+	assert.Equal(t, stored+50*chunkOverhead, used, "the buffer accounts the stored bytes")
+	require.NoError(t, h.p.Shutdown(context.Background()))
+}
