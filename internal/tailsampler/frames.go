@@ -31,28 +31,31 @@ type codec struct {
 	dict *s2.Dict
 }
 
-// frame returns plain, an encoded request, as one frame in an exactly sized
-// allocation. scratch is space for the compressed block; the possibly grown
-// scratch is returned.
-func (c *codec) frame(plain, scratch []byte) (frame, scratchOut []byte) {
-	block := plain
-	if c != nil {
-		scratch = scratch[:cap(scratch)]
-		if n := s2.MaxEncodedLen(len(plain)); n > len(scratch) {
-			scratch = make([]byte, n)
-		}
-		if c.dict != nil {
-			block = c.dict.Encode(scratch, plain)
-		} else {
-			block = s2.Encode(scratch, plain)
-		}
+// block compresses plain, an encoded request, into scratch (grown if
+// needed) and returns the frame's block; the caller stores it with putFrame.
+// Uncompressed, the block is plain itself.
+func (c *codec) block(plain, scratch []byte) (block, scratchOut []byte) {
+	if c == nil {
+		return plain, scratch
 	}
-	frame = make([]byte, 0, frameSize(len(block)))
-	frame = binary.AppendUvarint(frame, uint64(len(block)))
-	return append(frame, block...), scratch
+	scratch = scratch[:cap(scratch)]
+	if n := s2.MaxEncodedLen(len(plain)); n > len(scratch) {
+		scratch = make([]byte, n)
+	}
+	if c.dict != nil {
+		return c.dict.Encode(scratch, plain), scratch
+	}
+	return s2.Encode(scratch, plain), scratch
 }
 
-// frameSize is the size of the frame appendFrame would write for block.
+// putFrame writes block as a frame (length, then bytes) at the start of dst,
+// which has frameSize(len(block)) bytes.
+func putFrame(dst, block []byte) {
+	n := binary.PutUvarint(dst, uint64(len(block)))
+	copy(dst[n:], block)
+}
+
+// frameSize is the size of the frame putFrame writes for block.
 func frameSize(block int) int {
 	return uvarintLen(uint64(block)) + block
 }
@@ -116,27 +119,30 @@ func growLen(b []byte, n int) []byte {
 // transcode re-encodes frames written by from so that to can read them: a
 // trace keeps one codec, and a chunk compressed after the dictionary was
 // retrained joins it this way (rare: once per trace straddling a retrain).
-func transcode(from, to *codec, frames []byte, sc *shardScratch) ([]byte, error) {
+func transcode(from, to *codec, frames []byte, mem *frameMemory, sc *shardScratch) (frameBuf, error) {
 	var err error
 	sc.plain, err = from.decode(sc.plain[:0], frames)
 	if err != nil {
-		return nil, err
+		return frameBuf{}, err
 	}
-	var out []byte
-	out, sc.block = to.frame(sc.plain, sc.block)
+	var block []byte
+	block, sc.block = to.block(sc.plain, sc.block)
+	out := mem.alloc(frameSize(len(block)))
+	putFrame(out.b, block)
 	return out, nil
 }
 
-// concatFrames returns a's frames followed by b's in one exactly sized
-// allocation: a trace keeps a single pointer-free buffer.
-func concatFrames(a, b []byte) []byte {
-	out := make([]byte, len(a)+len(b))
-	copy(out, a)
-	copy(out[len(a):], b)
+// concatFrames returns a's frames followed by b's in one new buffer: a trace
+// keeps a single one. The caller frees a and b.
+func concatFrames(mem *frameMemory, a, b []byte) frameBuf {
+	out := mem.alloc(len(a) + len(b))
+	copy(out.b, a)
+	copy(out.b[len(a):], b)
 	return out
 }
 
-// Memory accounting: a chunk accounts its frames plus chunkOverhead, the
+// Memory accounting: a chunk accounts its frame buffer's block plus
+// chunkOverhead, the
 // bookkeeping of a chunk that becomes a buffered trace (trace struct, map
 // entry, list elements, route strings), refunded when the chunk joins a
 // buffered trace instead.
@@ -144,8 +150,8 @@ const chunkOverhead = 320
 
 // framesRef is a kept trace's (or late chunk's) frames with their codec.
 type framesRef struct {
-	frames []byte
-	codec  *codec
+	buf   frameBuf
+	codec *codec
 }
 
 // decodeKept decodes the frames of parts into pdata for the next consumer:
@@ -154,7 +160,7 @@ func decodeKept(parts []framesRef, sc *shardScratch) (ptrace.Traces, error) {
 	out := sc.out[:0]
 	var err error
 	for _, p := range parts {
-		if out, err = p.codec.decode(out, p.frames); err != nil {
+		if out, err = p.codec.decode(out, p.buf.b); err != nil {
 			return ptrace.Traces{}, fmt.Errorf("decoding kept spans: %w", err)
 		}
 	}

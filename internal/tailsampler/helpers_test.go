@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -79,6 +80,7 @@ func newHarness(t *testing.T, cfg *Config, opts ...harnessOption) *harness {
 	t.Cleanup(func() {
 		require.NoError(t, h.p.Shutdown(context.Background()))
 		require.NoError(t, h.tel.Shutdown(context.Background()))
+		assert.Zero(t, h.p.mem.inUse.Load(), "every frame buffer was freed by the end of Shutdown")
 	})
 	return h
 }

@@ -1,6 +1,7 @@
 package tailsampler
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -122,4 +123,23 @@ func instrument[T, O any](errs *[]error, create func(string, ...O) (T, error), n
 		*errs = append(*errs, fmt.Errorf("metric %s: %w", name, err))
 	}
 	return inst
+}
+
+// observeFrameMemory reports the frame memory's mapped and in-use bytes.
+func (t *telemetry) observeFrameMemory(mp metric.MeterProvider, mem *frameMemory) (metric.Registration, error) {
+	m := mp.Meter(scopeName)
+	g, err := m.Int64ObservableGauge("tracesift_sampler_frame_memory_bytes",
+		metric.WithDescription("Memory outside the Go heap holding buffered spans, by state: mapped (resident once "+
+			"touched, never returned while running) and in_use (blocks holding frames)."),
+		metric.WithUnit("By"))
+	if err != nil {
+		return nil, fmt.Errorf("metric tracesift_sampler_frame_memory_bytes: %w", err)
+	}
+	mapped := metric.WithAttributeSet(attribute.NewSet(attribute.String("state", "mapped")))
+	inUse := metric.WithAttributeSet(attribute.NewSet(attribute.String("state", "in_use")))
+	return m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		o.ObserveInt64(g, mem.mapped.Load(), mapped)
+		o.ObserveInt64(g, mem.inUse.Load(), inUse)
+		return nil
+	}, g)
 }

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
@@ -73,6 +74,8 @@ type sampler struct {
 
 	memoryLimit int64 // see Config.goMemoryLimit
 	dicts       *dictTrainer
+	mem         *frameMemory
+	memMetrics  metric.Registration
 
 	runCtx    context.Context // for calls to next; cancelled if Shutdown runs out of time
 	cancelRun context.CancelFunc
@@ -114,11 +117,15 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		tick:        cfg.tickInterval(),
 		memoryLimit: cfg.goMemoryLimit(),
 		dicts:       newDictTrainer(cfg.BufferCompression),
+		mem:         &frameMemory{},
 		stopping:    make(chan struct{}),
 	}
 	p.shards = make([]*shard, n)
 	for i := range p.shards {
 		p.shards[i] = newShard(i, p, cfg.ShardQueueSize, cfg.MaxBufferedBytes/int64(n))
+	}
+	if p.memMetrics, err = tel.observeFrameMemory(set.TelemetrySettings.MeterProvider, p.mem); err != nil {
+		return nil, fmt.Errorf("tracesift_sampler: creating self-metrics: %w", err)
 	}
 	p.scratch.New = func() any {
 		return &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n)}
@@ -189,6 +196,12 @@ func (p *sampler) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		p.wg.Wait()
+		// No call can hold a frame any more: ConsumeRawTraces holds p.mu
+		// shared while it allocates, and the shards have exited.
+		p.mem.close()
+		if p.memMetrics != nil {
+			_ = p.memMetrics.Unregister()
+		}
 		close(done)
 	}()
 	defer p.cancelRun()
@@ -226,6 +239,16 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 	defer p.putScratch(sc)
 	if err := otlpscan.Scan(req, &sc.req); err != nil {
 		return consumererror.NewPermanent(fmt.Errorf("tracesift_sampler: %w", err))
+	}
+	// Held shared from the first frame allocated to the last handed over,
+	// so that Shutdown cannot release the frame memory under this call.
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.stopped {
+		return errStopped
+	}
+	if !p.started {
+		return errNotStarted
 	}
 	received, invalid := p.group(sc)
 	p.tel.spansReceived.Add(ctx, int64(received))
@@ -354,11 +377,14 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 	start, stored := 0, 0
 	for i := range sc.builders {
 		b := &sc.builders[i]
-		b.codec = cd
-		b.frames, sc.block = cd.frame(sc.plain[start:b.plainEnd], sc.block)
+		var block []byte
+		block, sc.block = cd.block(sc.plain[start:b.plainEnd], sc.block)
 		start = b.plainEnd
-		b.bytes = int64(len(b.frames)) + chunkOverhead
-		stored += len(b.frames)
+		b.codec = cd
+		b.frames = p.mem.alloc(frameSize(len(block)))
+		putFrame(b.frames.b, block)
+		b.bytes = int64(cap(b.frames.b)) + chunkOverhead
+		stored += len(b.frames.b)
 	}
 	p.tel.frameBytes.Add(context.Background(), int64(len(sc.plain)), p.tel.formPlain)
 	p.tel.frameBytes.Add(context.Background(), int64(stored), p.tel.formStored)
@@ -387,15 +413,9 @@ func (p *sampler) partition(sc *scratch) [][]traceChunk {
 	return batches
 }
 
+// send hands each shard its batch, or none of them if the request does not
+// fit. p.mu is held shared. Frames not handed over are freed.
 func (p *sampler) send(ctx context.Context, batches [][]traceChunk) error {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	if p.stopped {
-		return errStopped
-	}
-	if !p.started {
-		return errNotStarted
-	}
 	// The whole request is admitted or refused before anything is sent, so a
 	// refused request leaves nothing behind that its retry would duplicate.
 	sizes := make([]int64, len(batches))
@@ -404,6 +424,7 @@ func (p *sampler) send(ctx context.Context, batches [][]traceChunk) error {
 			sizes[i] += b[j].bytes
 		}
 		if sh := p.shards[i]; sizes[i] > 0 && sh.used.Load()+sizes[i] > sh.budget {
+			p.freeBatches(batches)
 			return p.pushback(ctx, i, sizes[i])
 		}
 	}
@@ -430,11 +451,20 @@ func (p *sampler) send(ctx context.Context, batches [][]traceChunk) error {
 }
 
 // unsent releases the memory accounted for the batches from index i on,
-// which were not handed to their shards.
+// which were not handed to their shards, and frees their frames.
 func (p *sampler) unsent(batches [][]traceChunk, sizes []int64, i int) {
-	for ; i < len(batches); i++ {
-		if len(batches[i]) > 0 && sizes[i] > 0 {
-			p.shards[i].addUsed(-sizes[i])
+	for j := i; j < len(batches); j++ {
+		if len(batches[j]) > 0 && sizes[j] > 0 {
+			p.shards[j].addUsed(-sizes[j])
+		}
+	}
+	p.freeBatches(batches[i:])
+}
+
+func (p *sampler) freeBatches(batches [][]traceChunk) {
+	for _, b := range batches {
+		for j := range b {
+			p.mem.free(b[j].frames)
 		}
 	}
 }

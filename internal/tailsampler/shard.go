@@ -1,7 +1,6 @@
 package tailsampler
 
 import (
-	"container/list"
 	"context"
 	"fmt"
 	"math"
@@ -18,13 +17,13 @@ import (
 // keep rules need already extracted so the shard never rescans spans.
 type traceChunk struct {
 	id       pcommon.TraceID
-	frames   []byte // the spans, see frames.go
-	codec    *codec // how frames are stored
+	frames   frameBuf // the spans, see frames.go
+	codec    *codec   // how frames are stored
 	count    int
 	minStart pcommon.Timestamp // math.MaxUint64 while no span had a start time
 	maxEnd   pcommon.Timestamp // 0 while no span had an end time
-	reason   Reason            // strongest span reason (error/timeout) so far
 	bytes    int64             // accounted memory: frames plus chunkOverhead
+	reason   Reason            // strongest span reason (error/timeout) so far
 	hasRoot  bool              // a span without a parent has arrived
 
 	hasError, hasTimeout bool // see traceFacts
@@ -70,12 +69,10 @@ func (c *traceChunk) addSpan(span *otlpscan.Span, service string) {
 	}
 }
 
-// merge folds a later chunk of the same trace into c; o's frames must be in
-// c's codec (see shard.join).
+// merge folds the summary of a later chunk of the same trace into c; the
+// frames are shard.join's.
 func (c *traceChunk) merge(o *traceChunk) {
-	c.frames = concatFrames(c.frames, o.frames)
 	c.count += o.count
-	c.bytes += o.bytes
 	c.minStart = min(c.minStart, o.minStart)
 	c.maxEnd = max(c.maxEnd, o.maxEnd)
 	c.reason = stronger(c.reason, o.reason)
@@ -114,12 +111,11 @@ type decisionPass struct {
 // trace is a buffered, undecided trace.
 type trace struct {
 	traceChunk
-	firstSeen time.Time
-	lastSeen  time.Time
-	// elem is the trace's place in shard.order, nil while it is parked: quiet
-	// but rootless, waiting for its root until max_wait.
-	elem    *list.Element
-	ageElem *list.Element // in shard.byAge
+	// firstSeen and lastSeen are arrival times, Unix nanoseconds.
+	firstSeen, lastSeen int64
+	// links place the trace in shard.order (unless it is parked: quiet but
+	// rootless, waiting for its root until max_wait) and shard.byAge.
+	links [numLists]traceLinks
 }
 
 func (t *trace) endToEnd() time.Duration {
@@ -157,15 +153,16 @@ type shard struct {
 	traces map[pcommon.TraceID]*trace
 	// order holds the unparked traces by last arrival, oldest first, so a
 	// decision pass stops at the first trace that is not quiet yet: O(expired).
-	order list.List
+	order traceList
 	// byAge holds every buffered trace by first arrival, for max_wait.
-	byAge       list.List
+	byAge       traceList
 	lastArrival time.Time
 	cache       decisionCache
 
 	routes   routeTable  // adaptive_slow
 	baseline rateLimiter // baseline_max_per_second
 	scratch  shardScratch
+	toFree   []frameBuf // see release
 	// now is the time of the message being handled, for the routes' windows
 	// and the baseline buckets.
 	now time.Time
@@ -180,6 +177,8 @@ func newShard(id int, p *sampler, queueSize int, budget int64) *shard {
 		high:   budget / 10 * 9,
 		low:    budget / 4 * 3,
 		traces: make(map[pcommon.TraceID]*trace),
+		order:  traceList{which: orderList},
+		byAge:  traceList{which: ageList},
 		cache:  newDecisionCache(p.rules.cacheSize),
 		routes: newRouteTable(p.rules.adaptive),
 		// As many services as routes: both bound per-shard state by config.
@@ -246,24 +245,25 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 				out.add(c)
 				lateKept += c.count
 			} else {
+				s.release(c.frames)
 				lateDropped += c.count
 			}
 			continue
 		}
 		t, ok := s.traces[c.id]
 		if !ok {
-			t = &trace{traceChunk: *c, firstSeen: now, lastSeen: now}
-			t.elem = s.order.PushBack(t)
-			t.ageElem = s.byAge.PushBack(t)
+			t = &trace{traceChunk: *c, firstSeen: now.UnixNano(), lastSeen: now.UnixNano()}
+			s.order.pushBack(t)
+			s.byAge.pushBack(t)
 			s.traces[c.id] = t
 			added++
 		} else {
 			refund += s.join(t, c)
-			t.lastSeen = now
-			if t.elem == nil {
-				t.elem = s.order.PushBack(t)
+			t.lastSeen = now.UnixNano()
+			if s.order.contains(t) {
+				s.order.moveToBack(t)
 			} else {
-				s.order.MoveToBack(t.elem)
+				s.order.pushBack(t)
 			}
 		}
 		if t.count >= r.maxSpans || t.bytes >= r.maxTraceBytes {
@@ -292,22 +292,46 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 
 // join merges chunk c into its buffered trace t and returns the accounted
 // bytes that became free: the chunk's bookkeeping ended with it, only its
-// spans stay. A chunk compressed with an older or newer dictionary than t's
-// is re-encoded in t's codec first, so a trace has a single codec.
+// spans stay, in one buffer with t's. A chunk compressed with an older or
+// newer dictionary than t's is re-encoded in t's codec first, so a trace has
+// a single codec.
 func (s *shard) join(t *trace, c *traceChunk) (freed int64) {
-	freed = chunkOverhead
+	before := t.bytes + c.bytes
 	if c.codec != t.codec {
-		frames, err := transcode(c.codec, t.codec, c.frames, &s.scratch)
+		buf, err := transcode(c.codec, t.codec, c.frames.b, s.p.mem, &s.scratch)
 		if err != nil {
 			// The frames were written by this process moments ago.
 			panic(fmt.Sprintf("tracesift_sampler: re-encoding buffered spans: %v", err))
 		}
-		freed += int64(len(c.frames) - len(frames))
-		c.frames = frames
+		s.release(c.frames)
+		c.frames = buf
 	}
-	c.bytes -= freed
+	joined := concatFrames(s.p.mem, t.frames.b, c.frames.b)
+	s.release(t.frames, c.frames)
 	t.merge(c)
-	return freed
+	t.frames = joined
+	t.bytes = int64(cap(joined.b)) + chunkOverhead
+	return before - t.bytes
+}
+
+// release queues frame buffers to be freed once the message being handled
+// is done with them (kept ones after they are forwarded).
+func (s *shard) release(bufs ...frameBuf) {
+	for _, b := range bufs {
+		if b.ref != 0 {
+			s.toFree = append(s.toFree, b)
+		}
+	}
+}
+
+// freeReleased frees the released buffers in one go.
+func (s *shard) freeReleased() {
+	if len(s.toFree) == 0 {
+		return
+	}
+	s.p.mem.free(s.toFree...)
+	clear(s.toFree)
+	s.toFree = s.toFree[:0]
 }
 
 // relieve decides traces early while the shard holds more than its high-water
@@ -320,18 +344,17 @@ func (s *shard) relieve(out *keptBatch) {
 	}
 	before := s.used.Load()
 	for pass := range 3 {
-		for e := s.order.Front(); e != nil && s.used.Load() > s.low; {
-			next := e.Next()
-			t := e.Value.(*trace)
+		for t := s.order.front(); t != nil && s.used.Load() > s.low; {
+			next := s.order.next(t)
 			if pass == 2 || (pass == 0 && t.reason != ReasonNone) || (pass == 1 && t.hasRoot) {
 				s.decideTrace(t, out, whyMemory)
 			}
-			e = next
+			t = next
 		}
 	}
 	// Parked traces are not in order; the oldest go last.
-	for e := s.byAge.Front(); e != nil && s.used.Load() > s.low; e = s.byAge.Front() {
-		s.decideTrace(e.Value.(*trace), out, whyMemory)
+	for t := s.byAge.front(); t != nil && s.used.Load() > s.low; t = s.byAge.front() {
+		s.decideTrace(t, out, whyMemory)
 	}
 	if s.p.memoryLogged.CompareAndSwap(false, true) {
 		s.p.logger.Warn("Sampler buffer nearly full: deciding traces before decision_wait. Error and timeout "+
@@ -349,9 +372,8 @@ func (s *shard) decideDue(ctx context.Context, now time.Time) {
 	s.now = now
 	var out keptBatch
 	r := s.p.rules
-	for e := s.order.Front(); e != nil; e = s.order.Front() {
-		t := e.Value.(*trace)
-		if now.Sub(t.lastSeen) < r.wait {
+	for t := s.order.front(); t != nil; t = s.order.front() {
+		if time.Duration(now.UnixNano()-t.lastSeen) < r.wait {
 			break
 		}
 		if t.hasRoot {
@@ -360,12 +382,10 @@ func (s *shard) decideDue(ctx context.Context, now time.Time) {
 		}
 		// Quiet but rootless: the root may still be on its way (it ends
 		// last); byAge decides it at max_wait.
-		s.order.Remove(e)
-		t.elem = nil
+		s.order.remove(t)
 	}
-	for e := s.byAge.Front(); e != nil; e = s.byAge.Front() {
-		t := e.Value.(*trace)
-		if now.Sub(t.firstSeen) < r.maxWait {
+	for t := s.byAge.front(); t != nil; t = s.byAge.front() {
+		if time.Duration(now.UnixNano()-t.firstSeen) < r.maxWait {
 			break
 		}
 		s.decideTrace(t, &out, whyMaxWait)
@@ -377,8 +397,8 @@ func (s *shard) decideDue(ctx context.Context, now time.Time) {
 func (s *shard) flush(ctx context.Context) {
 	s.now = s.p.now()
 	var out keptBatch
-	for e := s.byAge.Front(); e != nil; e = s.byAge.Front() {
-		s.decideTrace(e.Value.(*trace), &out, whyOnTime)
+	for t := s.byAge.front(); t != nil; t = s.byAge.front() {
+		s.decideTrace(t, &out, whyOnTime)
 	}
 	s.forward(ctx, &out)
 }
@@ -390,18 +410,15 @@ type keptBatch struct {
 }
 
 func (k *keptBatch) add(c *traceChunk) {
-	k.parts = append(k.parts, framesRef{frames: c.frames, codec: c.codec})
+	k.parts = append(k.parts, framesRef{buf: c.frames, codec: c.codec})
 	k.spans += c.count
 }
 
 // decideTrace removes t from the buffer, remembers the decision and, if kept,
 // moves its spans into out. why says whether and why it is decided early.
 func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
-	if t.elem != nil {
-		s.order.Remove(t.elem)
-		t.elem = nil
-	}
-	s.byAge.Remove(t.ageElem)
+	s.order.remove(t)
+	s.byAge.remove(t)
 	delete(s.traces, t.id)
 	s.addUsed(-t.bytes)
 
@@ -416,13 +433,14 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 	if why != whyOnTime {
 		tel.earlyDecisions.Add(mctx, 1, tel.whyAttrs[why])
 	}
-	tel.decisionLatency.Record(mctx, s.now.Sub(t.firstSeen).Seconds())
+	tel.decisionLatency.Record(mctx, time.Duration(s.now.UnixNano()-t.firstSeen).Seconds())
 	if ce := s.p.logger.Check(zap.DebugLevel, "Trace decided"); ce != nil {
 		ce.Write(zap.Stringer("trace_id", t.id), zap.Bool("kept", kept), zap.String("reason", reason.metricValue()),
 			zap.String("early", whyNames[why]), zap.Int("spans", t.count), zap.Duration("end_to_end", t.endToEnd()),
-			zap.Duration("buffered_for", t.lastSeen.Sub(t.firstSeen)))
+			zap.Duration("buffered_for", time.Duration(t.lastSeen-t.firstSeen)))
 	}
 	if !kept {
+		s.release(t.frames)
 		tel.spansDropped.Add(mctx, int64(t.count))
 		return
 	}
@@ -452,10 +470,14 @@ func (s *shard) verdict(t *trace) Reason {
 // them (the sampler has no retry queue; the exporter behind it does), so it
 // is logged and counted, never returned to a receiver that has long moved on.
 func (s *shard) forward(ctx context.Context, out *keptBatch) {
+	defer s.freeReleased()
 	if out.spans == 0 {
 		return
 	}
 	td, err := decodeKept(out.parts, &s.scratch)
+	for i := range out.parts {
+		s.release(out.parts[i].buf)
+	}
 	if err == nil {
 		err = s.p.next.ConsumeTraces(ctx, td)
 	}
