@@ -1,0 +1,97 @@
+package clockskew
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/tracesift/tracesift/internal/analyze"
+)
+
+// Findings returns one clock_skew finding per host pair called across in t
+// whose ESTIMATE (over the window, with at least MinSamples samples, never
+// this trace's observation alone) is at least Threshold either way. obs is
+// PairOffsets(t), computed when nil. Call it after Observe(now, obs) so that
+// the trace counts too.
+//
+// A finding is oriented by the pair's first observation in obs (its parent
+// is the caller, its child the callee):
+//
+//   - Value is clock(callee host) − clock(caller host) in milliseconds:
+//     positive when the callee's clock is ahead;
+//   - SpanIDs are the child spans of every call between the two hosts in
+//     this trace, either way, in obs order;
+//   - Service is the callee's service;
+//   - Summary names both hosts and services, callee first.
+//
+// Findings come in the order of their pair's first observation.
+func (e *Estimator) Findings(t *analyze.Trace, obs []Observation) []analyze.Finding {
+	if obs == nil {
+		obs = PairOffsets(t)
+	}
+	var out []analyze.Finding
+	var seen map[Pair]struct{}
+	if len(obs) > linearLookupMax {
+		seen = make(map[Pair]struct{})
+	}
+	for i := range obs {
+		o := &obs[i]
+		if !o.usable() {
+			continue
+		}
+		p := o.Pair()
+		if seen != nil {
+			if _, dup := seen[p]; dup {
+				continue
+			}
+			seen[p] = struct{}{}
+		} else if seenBefore(obs[:i], p) {
+			continue
+		}
+		off, _, ok := e.Estimate(o.From, o.To)
+		if !ok || (off < e.cfg.Threshold && off > -e.cfg.Threshold) {
+			continue
+		}
+		var ids []string
+		for j := i; j < len(obs); j++ {
+			if obs[j].usable() && obs[j].Pair() == p {
+				ids = append(ids, obs[j].ChildSpanID)
+			}
+		}
+		out = append(out, analyze.Finding{
+			Kind:    analyze.KindClockSkew,
+			SpanIDs: ids,
+			Service: o.ToService,
+			Value:   float64(off) / float64(time.Millisecond),
+			Summary: summary(o, off),
+		})
+	}
+	return out
+}
+
+func seenBefore(obs []Observation, p Pair) bool {
+	for j := range obs {
+		if obs[j].usable() && obs[j].Pair() == p {
+			return true
+		}
+	}
+	return false
+}
+
+// summary reads "host db-1 (payments) clock is 240 ms ahead of host web-1
+// (checkout); ...", off being clock(o.To) − clock(o.From).
+func summary(o *Observation, off time.Duration) string {
+	dir := " ms ahead of host "
+	if off < 0 {
+		dir = " ms behind host "
+		off = -off
+	}
+	return "host " + o.To + " (" + o.ToService + ") clock is " + formatMillis(off) + dir +
+		o.From + " (" + o.FromService + "); cross-host timing and log order between them are corrected by this offset"
+}
+
+// formatMillis renders a non-negative duration in milliseconds to a tenth:
+// 240 for 240.04 ms, 240.5 for 240.46 ms.
+func formatMillis(d time.Duration) string {
+	return strconv.FormatFloat(math.Round(float64(d)/float64(time.Millisecond/10))/10, 'f', -1, 64)
+}
