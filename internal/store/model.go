@@ -1,7 +1,5 @@
 package store
 
-import "encoding/json"
-
 // The types below are the query API's JSON (DESIGN.md, "Contracts"). Times in
 // Unix nanoseconds are JSON strings, as in OTLP/JSON, because they do not fit
 // a JavaScript number; durations are numbers.
@@ -22,24 +20,28 @@ type Status struct {
 
 // Span is one span of a stored trace.
 type Span struct {
-	TraceID           string            `json:"traceId"`
-	SpanID            string            `json:"spanId"`
-	ParentSpanID      string            `json:"parentSpanId"`
-	TraceState        string            `json:"traceState,omitempty"`
-	Name              string            `json:"name"`
-	Kind              string            `json:"kind"`
-	Service           string            `json:"service"`
-	Host              string            `json:"host"`
-	StartTimeUnixNano uint64            `json:"startTimeUnixNano,string"`
-	EndTimeUnixNano   uint64            `json:"endTimeUnixNano,string"`
-	DurationNano      uint64            `json:"durationNano"`
-	Status            Status            `json:"status"`
-	Attributes        map[string]string `json:"attributes"`
-	Resource          map[string]string `json:"resource"`
-	ScopeName         string            `json:"scopeName,omitempty"`
-	ScopeVersion      string            `json:"scopeVersion,omitempty"`
-	Events            []Event           `json:"events"`
-	Links             []Link            `json:"links"`
+	TraceID           string `json:"traceId"`
+	SpanID            string `json:"spanId"`
+	ParentSpanID      string `json:"parentSpanId"`
+	TraceState        string `json:"traceState,omitempty"`
+	Name              string `json:"name"`
+	Kind              string `json:"kind"`
+	Service           string `json:"service"`
+	Host              string `json:"host"`
+	StartTimeUnixNano uint64 `json:"startTimeUnixNano,string"`
+	EndTimeUnixNano   uint64 `json:"endTimeUnixNano,string"`
+	// The times corrected for the clock skew of the span's host (see
+	// internal/clockskew); equal to the raw ones when there is none.
+	AdjustedStartTimeUnixNano uint64            `json:"adjustedStartTimeUnixNano,string"`
+	AdjustedEndTimeUnixNano   uint64            `json:"adjustedEndTimeUnixNano,string"`
+	DurationNano              uint64            `json:"durationNano"`
+	Status                    Status            `json:"status"`
+	Attributes                map[string]string `json:"attributes"`
+	Resource                  map[string]string `json:"resource"`
+	ScopeName                 string            `json:"scopeName,omitempty"`
+	ScopeVersion              string            `json:"scopeVersion,omitempty"`
+	Events                    []Event           `json:"events"`
+	Links                     []Link            `json:"links"`
 }
 
 // Event is a span event (exceptions, annotations).
@@ -58,8 +60,11 @@ type Link struct {
 
 // Log is one log record.
 type Log struct {
-	TimeUnixNano         uint64            `json:"timeUnixNano,string"`
-	ObservedTimeUnixNano uint64            `json:"observedTimeUnixNano,string"`
+	TimeUnixNano         uint64 `json:"timeUnixNano,string"`
+	ObservedTimeUnixNano uint64 `json:"observedTimeUnixNano,string"`
+	// AdjustedTimeUnixNano is TimeUnixNano corrected for the clock skew of
+	// the log's host; the trace's logs are in this order.
+	AdjustedTimeUnixNano uint64            `json:"adjustedTimeUnixNano,string"`
 	SeverityText         string            `json:"severityText"`
 	SeverityNumber       int               `json:"severityNumber"`
 	Body                 string            `json:"body"`
@@ -76,19 +81,25 @@ type Finding struct {
 	Kind    string   `json:"kind"`
 	SpanIDs []string `json:"spanIds"`
 	Service string   `json:"service"`
-	Value   float64  `json:"value"`
-	Summary string   `json:"summary"`
+	// Subject is what the finding is about: an operation, a call edge, a
+	// host pair (see FindingRow).
+	Subject string  `json:"subject"`
+	Value   float64 `json:"value"`
+	Summary string  `json:"summary"`
 }
 
-// jsonArray is the JSON of a slice of n elements as stored in the spans
-// table (events, links): the API's own JSON, "[]" when empty.
-func jsonArray(v any, n int) string {
-	if n == 0 {
-		return "[]"
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "[]"
-	}
-	return string(b)
+// FindingSummary aggregates the findings of one kind, service and subject
+// across traces (GET /api/v1/findings).
+type FindingSummary struct {
+	Kind     string  `json:"kind"`
+	Service  string  `json:"service"`
+	Subject  string  `json:"subject"`
+	Count    uint64  `json:"count"`
+	Traces   uint64  `json:"traces"`
+	AvgValue float64 `json:"avgValue"`
+	P50Value float64 `json:"p50Value"`
+	MaxValue float64 `json:"maxValue"`
+	// ExampleTraceIDs are the traces with the highest values, worst first.
+	ExampleTraceIDs  []string `json:"exampleTraceIds"`
+	LastSeenUnixNano uint64   `json:"lastSeenUnixNano,string"`
 }

@@ -47,7 +47,7 @@ type Reader struct {
 	conn Conn
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
-	window, spans, logs, findings string
+	window, spans, logs, findings, summary string
 }
 
 // NewReader returns a reader of database db over conn.
@@ -60,7 +60,8 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	}
 	return &Reader{conn: conn, cfg: cfg,
 		window: Query("trace_window", db), spans: Query("trace_spans", db),
-		logs: Query("trace_logs", db), findings: Query("trace_findings", db)}
+		logs: Query("trace_logs", db), findings: Query("trace_findings", db),
+		summary: Query("findings_summary", db)}
 }
 
 // GetTrace returns the trace's spans, logs and findings, or ErrNotFound.
@@ -118,6 +119,9 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 		if err := json.Unmarshal(b, &f); err != nil {
 			return err
 		}
+		if f.SpanIDs == nil {
+			f.SpanIDs = []string{}
+		}
 		t.Findings = append(t.Findings, f)
 		return nil
 	})
@@ -132,9 +136,10 @@ func (row spanRow) span() Span {
 		TraceID: row.TraceID, SpanID: row.SpanID, ParentSpanID: row.ParentSpanID, TraceState: row.TraceState,
 		Name: row.Name, Kind: row.Kind, Service: row.Service, Host: row.Host,
 		StartTimeUnixNano: uint64(row.Timestamp), EndTimeUnixNano: uint64(row.Timestamp) + row.DurationNs,
-		DurationNano: row.DurationNs,
-		Status:       Status{Code: row.StatusCode, Message: row.StatusMessage},
-		Attributes:   nonNil(row.Attributes), Resource: nonNil(row.Resource),
+		DurationNano:              row.DurationNs,
+		AdjustedStartTimeUnixNano: uint64(row.Timestamp), AdjustedEndTimeUnixNano: uint64(row.Timestamp) + row.DurationNs,
+		Status:     Status{Code: row.StatusCode, Message: row.StatusMessage},
+		Attributes: nonNil(row.Attributes), Resource: nonNil(row.Resource),
 		ScopeName: row.ScopeName, ScopeVersion: row.ScopeVersion,
 		Events: []Event{}, Links: []Link{},
 	}
@@ -149,7 +154,8 @@ func (row spanRow) span() Span {
 func (row logRow) log() Log {
 	return Log{
 		TimeUnixNano: uint64(row.Timestamp), ObservedTimeUnixNano: uint64(row.ObservedTimestamp),
-		SeverityText: row.SeverityText, SeverityNumber: int(row.SeverityNumber), Body: row.Body,
+		AdjustedTimeUnixNano: uint64(row.Timestamp),
+		SeverityText:         row.SeverityText, SeverityNumber: int(row.SeverityNumber), Body: row.Body,
 		TraceID: row.TraceID, SpanID: row.SpanID, Service: row.Service, Host: row.Host,
 		Attributes: nonNil(row.Attributes), Resource: nonNil(row.Resource),
 	}
@@ -160,4 +166,44 @@ func nonNil(m map[string]string) map[string]string {
 		return map[string]string{}
 	}
 	return m
+}
+
+// FindingsFilter selects the findings GetFindingSummaries aggregates. Empty
+// Kind or Service match all; Start and End (Unix nanoseconds) are inclusive.
+type FindingsFilter struct {
+	Kind, Service string
+	Start, End    int64
+	Limit         int
+}
+
+// GetFindingSummaries aggregates findings across traces by kind, service and
+// subject, most frequent first.
+func (r *Reader) GetFindingSummaries(ctx context.Context, f FindingsFilter) ([]FindingSummary, error) {
+	out := []FindingSummary{}
+	p := Params{"kind": f.Kind, "service": f.Service, "start_ns": f.Start, "end_ns": f.End, "limit": int64(f.Limit)}
+	err := r.conn.Query(ctx, r.summary, p, func(b []byte) error {
+		var row struct {
+			FindingSummary
+			LastSeenNs int64    `json:"last_seen_ns"`
+			AvgValue   float64  `json:"avg_value"`
+			P50Value   float64  `json:"p50_value"`
+			MaxValue   float64  `json:"max_value"`
+			Examples   []string `json:"example_trace_ids"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		s := row.FindingSummary
+		s.AvgValue, s.P50Value, s.MaxValue, s.ExampleTraceIDs = row.AvgValue, row.P50Value, row.MaxValue, row.Examples
+		s.LastSeenUnixNano = uint64(max(row.LastSeenNs, 0))
+		if s.ExampleTraceIDs == nil {
+			s.ExampleTraceIDs = []string{}
+		}
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("aggregating findings: %w", err)
+	}
+	return out, nil
 }

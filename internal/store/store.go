@@ -26,7 +26,8 @@ type Conn interface {
 	// Exec runs a statement that returns no rows (DDL).
 	Exec(ctx context.Context, query string, params Params) error
 	// Insert appends rows, given as JSONEachRow (one JSON object a line), to
-	// table (qualified with its database).
+	// table (qualified with its database). It must not keep jsonEachRow after
+	// it returns: the writer reuses the buffer for its next batch.
 	Insert(ctx context.Context, table string, jsonEachRow []byte) error
 	// Query runs a SELECT and calls row once per result row with the row as a
 	// JSON object keyed by column name. 64-bit integers are JSON numbers.

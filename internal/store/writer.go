@@ -1,9 +1,7 @@
 package store
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -16,12 +14,14 @@ import (
 // Writer turns pdata into rows and inserts them, one insert per table per
 // call: callers batch (the sampler emits all the traces it kept in a pass).
 type Writer struct {
-	conn Conn
-	db   string
+	conn                  Conn
+	spans, logs, findings string // the tables, qualified with the database
 }
 
 // NewWriter returns a writer into database db over conn.
-func NewWriter(conn Conn, db string) *Writer { return &Writer{conn: conn, db: db} }
+func NewWriter(conn Conn, db string) *Writer {
+	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings"}
+}
 
 // WriteStats says what a write did with its input.
 type WriteStats struct {
@@ -30,9 +30,11 @@ type WriteStats struct {
 	Invalid int
 }
 
-// spanRow is a row of the spans table, in both directions: inserted as
-// JSONEachRow and decoded from the reader's queries, which select the same
-// column names.
+// spanRow is a row of the spans table as the reader's queries return it
+// (they select the column names). The writer does not build spanRows: it
+// encodes spans straight from pdata with appendSpanRow, which writes the same
+// keys and values that encoding/json makes of a spanRow (the tests hold the
+// two to each other).
 type spanRow struct {
 	Timestamp     nanoTime          `json:"timestamp"`
 	TraceID       string            `json:"trace_id"`
@@ -54,7 +56,8 @@ type spanRow struct {
 	Links         string            `json:"links"`
 }
 
-// logRow is a row of the logs table, in both directions like spanRow.
+// logRow is a row of the logs table, read like spanRow and written by
+// appendLogRow.
 type logRow struct {
 	Timestamp         nanoTime          `json:"timestamp"`
 	ObservedTimestamp nanoTime          `json:"observed_timestamp"`
@@ -74,13 +77,12 @@ type logRow struct {
 // id is skipped whole and counted in the returned stats.
 func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats, error) {
 	var st WriteStats
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	e := getRowEncoder()
+	defer putRowEncoder(e)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		res := attrMap(rs.Resource().Attributes())
-		service, host := serviceAndHost(rs.Resource().Attributes())
+		e.setResource(rs.Resource().Attributes())
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
@@ -91,29 +93,7 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 					st.Invalid++
 					continue
 				}
-				row := spanRow{
-					Timestamp:     nanoTime(s.StartTimestamp()),
-					TraceID:       s.TraceID().String(),
-					SpanID:        s.SpanID().String(),
-					ParentSpanID:  spanIDString(s.ParentSpanID()),
-					TraceState:    s.TraceState().AsRaw(),
-					Name:          s.Name(),
-					Kind:          KindName(s.Kind()),
-					Service:       service,
-					Host:          host,
-					DurationNs:    durationNanos(s.StartTimestamp(), s.EndTimestamp()),
-					StatusCode:    StatusName(s.Status().Code()),
-					StatusMessage: s.Status().Message(),
-					Attributes:    attrMap(s.Attributes()),
-					Resource:      res,
-					ScopeName:     ss.Scope().Name(),
-					ScopeVersion:  ss.Scope().Version(),
-					Events:        eventsJSON(s.Events()),
-					Links:         linksJSON(s.Links()),
-				}
-				if err := enc.Encode(&row); err != nil {
-					return st, fmt.Errorf("encoding span %s: %w", row.SpanID, err)
-				}
+				e.appendSpanRow(ss.Scope(), s)
 				st.Written++
 			}
 		}
@@ -121,7 +101,7 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 	if st.Written == 0 {
 		return st, nil
 	}
-	if err := w.conn.Insert(ctx, w.db+".spans", buf.Bytes()); err != nil {
+	if err := w.conn.Insert(ctx, w.spans, e.buf); err != nil {
 		return WriteStats{Invalid: st.Invalid}, fmt.Errorf("inserting %d spans: %w", st.Written, err)
 	}
 	return st, nil
@@ -131,45 +111,18 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 // stored, linked to a trace when they carry one.
 func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error) {
 	var st WriteStats
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	e := getRowEncoder()
+	defer putRowEncoder(e)
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
-		res := attrMap(rl.Resource().Attributes())
-		service, host := serviceAndHost(rl.Resource().Attributes())
+		e.setResource(rl.Resource().Attributes())
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			sl := sls.At(j)
 			recs := sl.LogRecords()
 			for k := 0; k < recs.Len(); k++ {
-				lr := recs.At(k)
-				ts, observed := uint64(lr.Timestamp()), uint64(lr.ObservedTimestamp())
-				if ts == 0 {
-					ts = observed
-				}
-				if observed == 0 {
-					observed = ts
-				}
-				row := logRow{
-					Timestamp:         nanoTime(ts),
-					ObservedTimestamp: nanoTime(observed),
-					SeverityText:      lr.SeverityText(),
-					SeverityNumber:    int32(lr.SeverityNumber()),
-					Service:           service,
-					Host:              host,
-					Body:              lr.Body().AsString(),
-					Attributes:        attrMap(lr.Attributes()),
-					Resource:          res,
-					ScopeName:         sl.Scope().Name(),
-				}
-				if !lr.TraceID().IsEmpty() {
-					row.TraceID = lr.TraceID().String()
-					row.SpanID = spanIDString(lr.SpanID())
-				}
-				if err := enc.Encode(&row); err != nil {
-					return st, fmt.Errorf("encoding log record: %w", err)
-				}
+				e.appendLogRow(sl.Scope(), recs.At(k))
 				st.Written++
 			}
 		}
@@ -177,7 +130,7 @@ func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error
 	if st.Written == 0 {
 		return st, nil
 	}
-	if err := w.conn.Insert(ctx, w.db+".logs", buf.Bytes()); err != nil {
+	if err := w.conn.Insert(ctx, w.logs, e.buf); err != nil {
 		return WriteStats{}, fmt.Errorf("inserting %d log records: %w", st.Written, err)
 	}
 	return st, nil
@@ -188,8 +141,9 @@ func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error
 // the integer the queries select with toUnixTimestamp64Nano.
 type nanoTime uint64
 
+// MarshalJSON writes t the way appendSpanRow and appendLogRow do.
 func (t nanoTime) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + nanosText(uint64(t)) + `"`), nil
+	return appendNanoTime(nil, uint64(t)), nil
 }
 
 func (t *nanoTime) UnmarshalJSON(b []byte) error {
@@ -204,15 +158,16 @@ func (t *nanoTime) UnmarshalJSON(b []byte) error {
 
 // nanosText renders Unix nanoseconds as "seconds.nanoseconds", which
 // ClickHouse parses into DateTime64(9) exactly.
-func nanosText(ns uint64) string {
-	var b [32]byte
-	out := strconv.AppendUint(b[:0], ns/1e9, 10)
-	out = append(out, '.')
-	frac := strconv.AppendUint(nil, ns%1e9, 10)
-	for i := len(frac); i < 9; i++ {
-		out = append(out, '0')
+func nanosText(ns uint64) string { return string(appendNanosText(nil, ns)) }
+
+func appendNanosText(b []byte, ns uint64) []byte {
+	b = strconv.AppendUint(b, ns/1e9, 10)
+	var frac [10]byte // '.' and nine digits, zero-padded
+	frac[0] = '.'
+	for i, n := 9, ns%1e9; i > 0; i, n = i-1, n/10 {
+		frac[i] = byte('0' + n%10)
 	}
-	return string(append(out, frac...))
+	return append(b, frac[:]...)
 }
 
 func durationNanos(start, end pcommon.Timestamp) uint64 {
@@ -222,35 +177,10 @@ func durationNanos(start, end pcommon.Timestamp) uint64 {
 	return uint64(end - start)
 }
 
-func spanIDString(id pcommon.SpanID) string {
-	if id.IsEmpty() {
-		return ""
-	}
-	return id.String()
-}
-
-func attrMap(attrs pcommon.Map) map[string]string {
-	m := make(map[string]string, attrs.Len())
-	attrs.Range(func(k string, v pcommon.Value) bool {
-		m[k] = v.AsString()
-		return true
-	})
-	return m
-}
-
 // serviceAndHost reads the resource attributes that name where a span or log
 // came from.
 func serviceAndHost(attrs pcommon.Map) (service, host string) {
-	service = "unknown_service"
-	if v, ok := attrs.Get("service.name"); ok && v.AsString() != "" {
-		service = v.AsString()
-	}
-	for _, k := range []string{"host.name", "host.id", "k8s.pod.name"} {
-		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
-			return service, v.AsString()
-		}
-	}
-	return service, ""
+	return ServiceName(attrs), HostName(attrs)
 }
 
 // KindName is the API's name for a span kind: "server", "client", ….
@@ -273,23 +203,14 @@ func KindName(k ptrace.SpanKind) string {
 
 // StatusName is the API's name for a status code: "UNSET", "OK", "ERROR".
 func StatusName(c ptrace.StatusCode) string {
-	return strings.ToUpper(c.String())
-}
-
-func eventsJSON(evs ptrace.SpanEventSlice) string {
-	out := make([]Event, 0, evs.Len())
-	for i := 0; i < evs.Len(); i++ {
-		e := evs.At(i)
-		out = append(out, Event{TimeUnixNano: uint64(e.Timestamp()), Name: e.Name(), Attributes: attrMap(e.Attributes())})
+	switch c {
+	case ptrace.StatusCodeUnset:
+		return "UNSET"
+	case ptrace.StatusCodeOk:
+		return "OK"
+	case ptrace.StatusCodeError:
+		return "ERROR"
+	default:
+		return strings.ToUpper(c.String())
 	}
-	return jsonArray(out, len(out))
-}
-
-func linksJSON(links ptrace.SpanLinkSlice) string {
-	out := make([]Link, 0, links.Len())
-	for i := 0; i < links.Len(); i++ {
-		l := links.At(i)
-		out = append(out, Link{TraceID: l.TraceID().String(), SpanID: spanIDString(l.SpanID()), Attributes: attrMap(l.Attributes())})
-	}
-	return jsonArray(out, len(out))
 }

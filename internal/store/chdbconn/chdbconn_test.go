@@ -3,6 +3,7 @@ package chdbconn
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"testing"
 	"time"
@@ -182,4 +183,65 @@ func TestInjectionIsInert(t *testing.T) {
 		func(b []byte) error { out = append(out, string(b)); return nil })
 	require.NoError(t, err)
 	assert.Equal(t, []string{`{"s":"'; DROP TABLE x; --\\"}`}, out)
+}
+
+func TestFindingsStoredAndAggregated(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{LogWindow: time.Minute})
+	base := time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC)
+
+	// The trace must be stored for GetTrace to find its window.
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "checkout")
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetTraceID(traceID(0x77))
+	sp.SetSpanID(spanID(1))
+	sp.SetName("POST /order")
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(base))
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Second)))
+	_, err := w.WriteTraces(ctx, td)
+	require.NoError(t, err)
+
+	edge := "checkout → payments POST /charge"
+	var rows []store.FindingRow
+	for i, v := range []float64{27, 9, 3} {
+		rows = append(rows, store.FindingRow{TraceID: traceID(0x77 + byte(i)).String(), TimeUnixNano: uint64(base.UnixNano()),
+			Kind: "retry_fanout", Service: "checkout", Subject: edge, SpanIDs: []string{spanID(1).String()}, Value: v,
+			Summary: "3 attempts × 3 × 3 = 27 calls"})
+	}
+	rows = append(rows, store.FindingRow{TraceID: traceID(0x77).String(), TimeUnixNano: uint64(base.UnixNano()),
+		Kind: "clock_skew", Service: "payments", Subject: "web-1 → pay-1", Value: math.NaN(), Summary: "odd value"})
+	require.NoError(t, w.WriteFindings(ctx, rows))
+
+	got, err := r.GetTrace(ctx, traceID(0x77).String())
+	require.NoError(t, err)
+	require.Len(t, got.Findings, 2)
+	assert.Equal(t, store.Finding{Kind: "clock_skew", SpanIDs: []string{}, Service: "payments", Subject: "web-1 → pay-1",
+		Value: 0, Summary: "odd value"}, got.Findings[0], "NaN stored as 0, not failing the batch")
+	assert.Equal(t, edge, got.Findings[1].Subject)
+	assert.Equal(t, []string{spanID(1).String()}, got.Findings[1].SpanIDs)
+	assert.Equal(t, 27.0, got.Findings[1].Value)
+
+	sums, err := r.GetFindingSummaries(ctx, store.FindingsFilter{Kind: "retry_fanout",
+		Start: base.Add(-time.Minute).UnixNano(), End: base.Add(time.Minute).UnixNano(), Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	s := sums[0]
+	assert.Equal(t, "retry_fanout", s.Kind)
+	assert.Equal(t, edge, s.Subject)
+	assert.EqualValues(t, 3, s.Count)
+	assert.EqualValues(t, 3, s.Traces)
+	assert.Equal(t, 13.0, s.AvgValue)
+	assert.Equal(t, 9.0, s.P50Value)
+	assert.Equal(t, 27.0, s.MaxValue)
+	assert.Equal(t, []string{traceID(0x77).String(), traceID(0x78).String(), traceID(0x79).String()}, s.ExampleTraceIDs, "worst first")
+	assert.Equal(t, uint64(base.UnixNano()), s.LastSeenUnixNano)
+
+	none, err := r.GetFindingSummaries(ctx, store.FindingsFilter{Service: "x' OR 1=1 --",
+		Start: base.Add(-time.Minute).UnixNano(), End: base.Add(time.Minute).UnixNano(), Limit: 10})
+	require.NoError(t, err)
+	assert.Empty(t, none, "a filter value is a value, never SQL")
 }

@@ -1,0 +1,64 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// FindingRow is one analyzer finding of a stored trace: a row of the findings
+// table. Subject is what the finding is about, the key the findings API
+// aggregates by: an operation ("checkout GET /cart"), a call edge
+// ("checkout → payments POST /charge") or a host pair ("web-1 → db-1").
+type FindingRow struct {
+	TraceID      string
+	TimeUnixNano uint64 // the trace's start
+	Kind         string
+	Service      string
+	Subject      string
+	SpanIDs      []string
+	Value        float64
+	Summary      string
+}
+
+// findingJSON is a FindingRow as the findings table's JSONEachRow.
+type findingJSON struct {
+	TraceID   string   `json:"trace_id"`
+	Timestamp nanoTime `json:"timestamp"`
+	Kind      string   `json:"kind"`
+	Service   string   `json:"service"`
+	Subject   string   `json:"subject"`
+	SpanIDs   []string `json:"span_ids"`
+	Value     float64  `json:"value"`
+	Summary   string   `json:"summary"`
+}
+
+// WriteFindings stores findings in one insert. Findings are few (a handful
+// per kept trace), so encoding/json serves.
+func (w *Writer) WriteFindings(ctx context.Context, rows []FindingRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range rows {
+		r := &rows[i]
+		row := findingJSON{TraceID: r.TraceID, Timestamp: nanoTime(r.TimeUnixNano), Kind: r.Kind, Service: r.Service,
+			Subject: r.Subject, SpanIDs: r.SpanIDs, Value: r.Value, Summary: r.Summary}
+		if math.IsNaN(row.Value) || math.IsInf(row.Value, 0) {
+			row.Value = 0 // JSON has no NaN; one bad value must not lose the batch
+		}
+		if row.SpanIDs == nil {
+			row.SpanIDs = []string{}
+		}
+		if err := enc.Encode(&row); err != nil {
+			return fmt.Errorf("encoding finding %d: %w", i, err)
+		}
+	}
+	if err := w.conn.Insert(ctx, w.findings, buf.Bytes()); err != nil {
+		return fmt.Errorf("inserting %d findings: %w", len(rows), err)
+	}
+	return nil
+}

@@ -1,0 +1,21 @@
+-- Findings across traces, one row per (kind, service, subject): how often,
+-- how bad, and the trace ids of the worst ones (among the first 1000 seen).
+SELECT
+    toString(kind) AS kind,
+    toString(service) AS service,
+    toString(subject) AS subject,
+    count() AS count,
+    uniqExact(trace_id) AS traces,
+    avg(value) AS avg_value,
+    quantileExact(0.5)(value) AS p50_value,
+    max(value) AS max_value,
+    arrayMap(x -> x.2, arraySlice(arrayReverseSort(groupArray(1000)((value, trace_id))), 1, 5)) AS example_trace_ids,
+    toInt64(toUnixTimestamp64Nano(max(timestamp))) AS last_seen_ns
+FROM ${db}.findings
+WHERE timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
+  AND timestamp <= fromUnixTimestamp64Nano({end_ns:Int64})
+  AND ({kind:String} = '' OR kind = {kind:String})
+  AND ({service:String} = '' OR service = {service:String})
+GROUP BY kind, service, subject
+ORDER BY count DESC, max_value DESC, kind, service, subject
+LIMIT {limit:Int64}

@@ -1,0 +1,24 @@
+package store
+
+import "go.opentelemetry.io/collector/pdata/pcommon"
+
+// ServiceName is the service a resource's spans and logs are stored under:
+// service.name, or "unknown_service" as the OpenTelemetry SDKs name an unnamed
+// one.
+func ServiceName(attrs pcommon.Map) string {
+	if v, ok := attrs.Get("service.name"); ok && v.AsString() != "" {
+		return v.AsString()
+	}
+	return "unknown_service"
+}
+
+// HostName is the host a resource's spans and logs are stored under: the
+// first of host.name, host.id and k8s.pod.name that is set, or "".
+func HostName(attrs pcommon.Map) string {
+	for _, k := range []string{"host.name", "host.id", "k8s.pod.name"} {
+		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
+			return v.AsString()
+		}
+	}
+	return ""
+}
