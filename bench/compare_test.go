@@ -259,6 +259,12 @@ func freePorts(b *testing.B) ports {
 }
 
 func tracesiftSystem(bin, samplerExtra string) system {
+	// TRACESIFT_BENCH_PPROF=127.0.0.1:6060 serves the pprof endpoints of the
+	// collector during the run, for profiles under the benchmark's load.
+	pprofExt, pprofName := "", ""
+	if addr := os.Getenv("TRACESIFT_BENCH_PPROF"); addr != "" {
+		pprofExt, pprofName = fmt.Sprintf("  pprof:\n    endpoint: %s\n", addr), ", pprof"
+	}
 	return system{
 		name: "tracesift",
 		bin:  bin,
@@ -273,7 +279,7 @@ func tracesiftSystem(bin, samplerExtra string) system {
       path: %q
   tracesift_query:
     endpoint: 127.0.0.1:%d
-receivers:
+%sreceivers:
   tracesift_otlp:
     protocols:
       grpc:
@@ -286,6 +292,8 @@ receivers:
       decision_wait: %s
       slow_threshold: 1s
       baseline_ratio: 0.01
+      analyze:
+        store: tracesift_store
 %s
 processors:
   tracesift_logs: {}
@@ -293,7 +301,7 @@ exporters:
   tracesift:
     store: tracesift_store
 service:
-  extensions: [tracesift_store, tracesift_query]
+  extensions: [tracesift_store, tracesift_query%s]
   pipelines:
     traces:
       receivers: [tracesift_otlp]
@@ -310,7 +318,7 @@ service:
               prometheus:
                 host: 127.0.0.1
                 port: %d
-`, dataDir, p.query, p.grpc, p.http, decisionWait, indent(samplerExtra, "      "), p.metrics)
+`, dataDir, p.query, pprofExt, p.grpc, p.http, decisionWait, indent(samplerExtra, "      "), pprofName, p.metrics)
 		},
 		ready: func(p ports) bool {
 			return TCPReady(p.grpcAddr()) && HTTPOK(p.queryURL()+"/health")

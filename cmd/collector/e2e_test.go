@@ -90,7 +90,7 @@ receivers:
     protocols:
       grpc: {endpoint: %s, max_recv_msg_size_mib: 1}
       http: {endpoint: %s, max_request_body_size: 1048576}
-    sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2}
+    sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store}}
 processors:
   tracesift_logs: {}
 exporters:
@@ -254,6 +254,19 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, "payment declined", byName["call payments"].Status.Message)
 		assert.Equal(t, "client", byName["call payments"].Kind)
 		assert.Equal(t, "frontend", byName["GET /checkout"].Service)
+
+		// The analyzers ran on the trace when it was kept (before the late
+		// span): the error started at "call payments".
+		var origin *store.Finding
+		for i, f := range tr.Findings {
+			if f.Kind == "error_origin" {
+				origin = &tr.Findings[i]
+			}
+		}
+		require.NotNil(t, origin, "findings: %+v", tr.Findings)
+		assert.Equal(t, []string{child.SpanContext().SpanID().String()}, origin.SpanIDs)
+		assert.Equal(t, "frontend call payments", origin.Subject)
+		assert.Contains(t, origin.Summary, "payment declined")
 	})
 
 	t.Run("logs joined in all three forms", func(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 // TraceReader is what the API needs from the store.
 type TraceReader interface {
 	GetTrace(ctx context.Context, traceID string) (*store.Trace, error)
+	GetFindingSummaries(ctx context.Context, f store.FindingsFilter) ([]store.FindingSummary, error)
 }
 
 // NewHandler returns the API's routes over r.
@@ -25,6 +26,7 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	a := &api{reader: r, logger: logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/traces/{traceId}", a.getTrace)
+	mux.HandleFunc("GET /api/v1/findings", a.getFindings)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
@@ -61,6 +63,7 @@ func (a *api) getTrace(w http.ResponseWriter, r *http.Request) {
 		a.logger.Error("reading a trace failed", zap.String("trace_id", id), zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "reading the trace failed; see the server log")
 	default:
+		adjustTimes(t)
 		writeJSON(w, http.StatusOK, t)
 	}
 }

@@ -18,6 +18,18 @@ import (
 
 type fakeReader map[string]*store.Trace
 
+// lastFilter is what the last GetFindingSummaries call was given.
+var lastFilter store.FindingsFilter
+
+func (f fakeReader) GetFindingSummaries(_ context.Context, ff store.FindingsFilter) ([]store.FindingSummary, error) {
+	lastFilter = ff
+	if ff.Kind == "fail" {
+		return nil, errors.New("connection refused")
+	}
+	return []store.FindingSummary{{Kind: "retry_fanout", Service: "checkout", Subject: "checkout → payments POST /charge",
+		Count: 3, Traces: 3, AvgValue: 9, P50Value: 9, MaxValue: 27, ExampleTraceIDs: []string{"4bf92f3577b34da6a3ce929d0e0e4736"}}}, nil
+}
+
 func (f fakeReader) GetTrace(_ context.Context, id string) (*store.Trace, error) {
 	if id == "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee" {
 		return nil, errors.New("connection refused")

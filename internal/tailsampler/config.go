@@ -111,6 +111,9 @@ type Config struct {
 	// does not.
 	AdaptiveSlow AdaptiveSlowConfig `mapstructure:"adaptive_slow"`
 
+	// Analyze configures the analyzers run on every kept trace.
+	Analyze AnalyzeConfig `mapstructure:"analyze"`
+
 	// BaselineMaxPerSecond caps the baseline traces kept per service (the
 	// root span's service) per second, so a chatty service cannot fill the
 	// store through the baseline. 0 means no cap. Default 100.
@@ -180,6 +183,7 @@ func createDefaultConfig() *Config {
 			MaxRoutes:   2000,
 		},
 		BaselineMaxPerSecond: defaultBaselineMaxPerSecond,
+		Analyze:              defaultAnalyzeConfig(),
 	}
 }
 
@@ -188,6 +192,9 @@ func (c *Config) Validate() error {
 	var errs []error
 	if c.NumShards < 0 {
 		errs = append(errs, fmt.Errorf("`num_shards` must not be negative (0 means one per CPU), got %d", c.NumShards))
+	}
+	if err := c.Analyze.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.DecisionWait <= 0 {
 		errs = append(errs, fmt.Errorf("`decision_wait` must be positive, got %s", c.DecisionWait))

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tracesift/tracesift/internal/clockskew"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
@@ -43,6 +45,11 @@ func TestCreateDefaultConfig(t *testing.T) {
 			Window: 5 * time.Minute, MaxRoutes: 2000,
 		},
 		BaselineMaxPerSecond: 100,
+		Analyze: AnalyzeConfig{
+			Enabled: true, FanoutThreshold: 50, MinRepeatedCalls: 5,
+			Skew: clockskew.Config{Window: 5 * time.Minute, MinSamples: 5, Threshold: 100 * time.Millisecond,
+				MaxPairs: 10000, MaxSamples: 256},
+		},
 	}, cfg)
 }
 
@@ -78,6 +85,11 @@ func TestLoadConfig(t *testing.T) {
 					Window: time.Minute, MaxRoutes: 100,
 				},
 				BaselineMaxPerSecond: 5,
+				Analyze: AnalyzeConfig{
+					Enabled: true, Store: component.MustNewID("tracesift_store"), FanoutThreshold: 20, MinRepeatedCalls: 5,
+					Skew: clockskew.Config{Window: 5 * time.Minute, MinSamples: 5, Threshold: 250 * time.Millisecond,
+						MaxPairs: 10000, MaxSamples: 256},
+				},
 				Services: map[string]ServiceRules{
 					"batch-export": {SlowThreshold: ptr(10 * time.Minute), AdaptiveSlow: ptr(false), BaselineRatio: ptr(0.0)},
 					"checkout":     {BaselineMaxPerSecond: ptr(50.0)},
@@ -96,6 +108,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(typ, "bad_rules"), wantErr: []string{
 			"`adaptive_slow::quantile`", "`adaptive_slow::min_samples`", "`adaptive_slow::window`", "`adaptive_slow::max_routes`",
 			"`baseline_max_per_second`", "`services::batch::slow_threshold`", "`services::batch::baseline_ratio`"}},
+		{id: component.NewIDWithName(typ, "bad_analyze"), wantErr: []string{
+			"`analyze::fanout_threshold`", "`analyze::min_repeated_calls`", "`skew_threshold`", "`skew_window`"}},
 		{id: component.NewIDWithName(typ, "tiny_buffer"), wantErr: []string{"`max_buffered_bytes` must be at least 2097152", "`max_trace_bytes`", "`max_spans_per_trace`"}},
 	}
 	for _, tt := range tests {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/tracesift/tracesift/internal/analyze"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -35,6 +37,8 @@ type telemetry struct {
 	baselineCapped  metric.Int64Counter
 	pushbacks       metric.Int64Counter
 	frameBytes      metric.Int64Counter
+	findingsCount   metric.Int64Counter
+	findingsDropped metric.Int64Counter
 
 	// decidedAttrs is indexed by Reason.rank(); rank 0 (none) is the dropped set.
 	decidedAttrs [numReasons]metric.AddOption
@@ -43,6 +47,7 @@ type telemetry struct {
 	lateDropped  metric.AddOption
 	formPlain    metric.AddOption
 	formStored   metric.AddOption
+	kindAttrs    map[string]metric.AddOption
 }
 
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
@@ -85,6 +90,10 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t.frameBytes = counter("tracesift_sampler_frame_bytes",
 		"Bytes of the span frames the sampler buffered, by form: plain (encoded OTLP) and stored (after "+
 			"buffer_compression); their ratio is the compression ratio.", "By")
+	t.findingsCount = counter("tracesift_sampler_findings",
+		"Findings the analyzers raised on kept traces, by kind.", "{finding}")
+	t.findingsDropped = counter("tracesift_sampler_findings_dropped",
+		"Findings lost because the store failed or did not keep up.", "{finding}")
 	t.tracesBuffered = instrument(&errs, m.Int64UpDownCounter, "tracesift_sampler_traces_buffered",
 		metric.Int64UpDownCounterOption(metric.WithDescription("Traces buffered in the shards, waiting for a decision.")),
 		metric.Int64UpDownCounterOption(metric.WithUnit("{trace}")))
@@ -113,7 +122,22 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t.lateDropped = metric.WithAttributeSet(attribute.NewSet(attribute.String("decision", decisionDropped)))
 	t.formPlain = metric.WithAttributeSet(attribute.NewSet(attribute.String("form", "plain")))
 	t.formStored = metric.WithAttributeSet(attribute.NewSet(attribute.String("form", "stored")))
+	t.kindAttrs = map[string]metric.AddOption{}
+	for _, k := range []string{analyze.KindSlowestHop, analyze.KindCriticalPath, analyze.KindRetryFanout,
+		analyze.KindTimeout, analyze.KindClockSkew, analyze.KindErrorOrigin, analyze.KindBrokenPropagation,
+		analyze.KindFanout} {
+		t.kindAttrs[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", k)))
+	}
 	return t, nil
+}
+
+// findingKind is the attribute set of a finding kind; the map is read-only
+// once built, and a kind it does not know (none today) gets a fresh set.
+func (t *telemetry) findingKind(kind string) metric.AddOption {
+	if o, ok := t.kindAttrs[kind]; ok {
+		return o
+	}
+	return metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", kind)))
 }
 
 // instrument creates one instrument, collecting the error with its name.

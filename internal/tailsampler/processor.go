@@ -75,6 +75,8 @@ type sampler struct {
 	memoryLimit int64 // see Config.goMemoryLimit
 	dicts       *dictTrainer
 	mem         *frameMemory
+	analyzer    *analyzer    // nil when analyze is disabled
+	findingsAt  component.ID // analyze::store
 	memMetrics  metric.Registration
 
 	runCtx    context.Context // for calls to next; cancelled if Shutdown runs out of time
@@ -124,6 +126,10 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 	for i := range p.shards {
 		p.shards[i] = newShard(i, p, cfg.ShardQueueSize, cfg.MaxBufferedBytes/int64(n))
 	}
+	if p.analyzer, err = newAnalyzer(cfg.Analyze, logger, tel); err != nil {
+		return nil, fmt.Errorf("tracesift_sampler: %w", err)
+	}
+	p.findingsAt = cfg.Analyze.Store
 	if p.memMetrics, err = tel.observeFrameMemory(set.TelemetrySettings.MeterProvider, p.mem); err != nil {
 		return nil, fmt.Errorf("tracesift_sampler: creating self-metrics: %w", err)
 	}
@@ -138,8 +144,8 @@ func (p *sampler) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-// Start launches one goroutine per shard.
-func (p *sampler) Start(context.Context, component.Host) error {
+// Start finds the findings' store and launches one goroutine per shard.
+func (p *sampler) Start(_ context.Context, host component.Host) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.stopped {
@@ -147,6 +153,11 @@ func (p *sampler) Start(context.Context, component.Host) error {
 	}
 	if p.started {
 		return errors.New("tracesift_sampler: already started")
+	}
+	if p.analyzer != nil {
+		if err := p.analyzer.start(host, p.findingsAt); err != nil {
+			return fmt.Errorf("tracesift_sampler: %w", err)
+		}
 	}
 	p.started = true
 	p.setMemoryLimit()
@@ -199,6 +210,9 @@ func (p *sampler) Shutdown(ctx context.Context) error {
 		// No call can hold a frame any more: ConsumeRawTraces holds p.mu
 		// shared while it allocates, and the shards have exited.
 		p.mem.close()
+		if p.analyzer != nil {
+			p.analyzer.stop()
+		}
 		if p.memMetrics != nil {
 			_ = p.memMetrics.Unregister()
 		}

@@ -407,11 +407,22 @@ func (s *shard) flush(ctx context.Context) {
 type keptBatch struct {
 	parts []framesRef
 	spans int
+	// whole are the ids of the traces decided in this pass (the other parts
+	// are late spans of traces decided earlier): the analyzers run on them.
+	whole map[pcommon.TraceID]bool
 }
 
 func (k *keptBatch) add(c *traceChunk) {
 	k.parts = append(k.parts, framesRef{buf: c.frames, codec: c.codec})
 	k.spans += c.count
+}
+
+func (k *keptBatch) addWhole(t *trace) {
+	k.add(&t.traceChunk)
+	if k.whole == nil {
+		k.whole = make(map[pcommon.TraceID]bool)
+	}
+	k.whole[t.id] = true
 }
 
 // decideTrace removes t from the buffer, remembers the decision and, if kept,
@@ -445,7 +456,7 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 		return
 	}
 	tel.spansKept.Add(mctx, int64(t.count), tel.decidedAttrs[reason.rank()])
-	out.add(&t.traceChunk)
+	out.addWhole(t)
 }
 
 // verdict applies the keep rules of t's service, with the shard's route
@@ -479,6 +490,9 @@ func (s *shard) forward(ctx context.Context, out *keptBatch) {
 		s.release(out.parts[i].buf)
 	}
 	if err == nil {
+		if a := s.p.analyzer; a != nil && len(out.whole) > 0 {
+			a.analyzeKept(td, out.whole, s.now)
+		}
 		err = s.p.next.ConsumeTraces(ctx, td)
 	}
 	if err != nil {

@@ -1,0 +1,85 @@
+package query
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// Defaults and bounds of GET /api/v1/findings.
+const (
+	defaultFindingsRange = time.Hour
+	defaultFindingsLimit = 100
+	maxFindingsLimit     = 1000
+	maxParamLen          = 256
+)
+
+// getFindings serves GET /api/v1/findings?kind=&service=&start=&end=&limit=:
+// findings aggregated across traces by kind, service and subject (slowest
+// hops by operation, retry amplification by call edge, skew by host pair),
+// with the trace ids of the worst examples.
+func (a *api) getFindings(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	now := time.Now()
+	f := store.FindingsFilter{Kind: q.Get("kind"), Service: q.Get("service"), Limit: defaultFindingsLimit}
+	if len(f.Kind) > maxParamLen || len(f.Service) > maxParamLen {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("`kind` and `service` are at most %d bytes", maxParamLen))
+		return
+	}
+	var err error
+	if f.End, err = timeParam(q.Get("end"), now); err != nil {
+		writeError(w, http.StatusBadRequest, "`end`: "+err.Error())
+		return
+	}
+	if f.Start, err = timeParam(q.Get("start"), time.Unix(0, f.End).Add(-defaultFindingsRange)); err != nil {
+		writeError(w, http.StatusBadRequest, "`start`: "+err.Error())
+		return
+	}
+	if f.Start > f.End {
+		writeError(w, http.StatusBadRequest, "`start` is after `end`")
+		return
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxFindingsLimit {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("`limit`: want a number from 1 to %d", maxFindingsLimit))
+			return
+		}
+		f.Limit = n
+	}
+	sums, err := a.reader.GetFindingSummaries(r.Context(), f)
+	if err != nil {
+		a.logger.Error("aggregating findings failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, "aggregating findings failed; see the server log")
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Start    int64                  `json:"start,string"`
+		End      int64                  `json:"end,string"`
+		Findings []store.FindingSummary `json:"findings"`
+	}{f.Start, f.End, sums})
+}
+
+// timeParam reads a time given as Unix nanoseconds or RFC 3339; empty gives
+// def.
+func timeParam(v string, def time.Time) (int64, error) {
+	if v == "" {
+		return def.UnixNano(), nil
+	}
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if n < 0 {
+			return 0, fmt.Errorf("%q is negative", v)
+		}
+		return n, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return 0, fmt.Errorf("%q: want Unix nanoseconds or RFC 3339 (2026-11-30T10:00:00Z)", v)
+	}
+	return t.UnixNano(), nil
+}

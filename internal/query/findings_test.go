@@ -1,0 +1,96 @@
+package query
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+func TestGetFindings(t *testing.T) {
+	h := NewHandler(fakeReader{}, zap.NewNop())
+	get := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		require.True(t, json.Valid(rec.Body.Bytes()), rec.Body.String())
+		return rec
+	}
+
+	before := time.Now()
+	rec := get("/api/v1/findings")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), `"maxValue":27`)
+	assert.Contains(t, rec.Body.String(), `"exampleTraceIds":["4bf92f3577b34da6a3ce929d0e0e4736"]`)
+	assert.Equal(t, time.Hour.Nanoseconds(), lastFilter.End-lastFilter.Start, "the last hour by default")
+	assert.GreaterOrEqual(t, lastFilter.End, before.UnixNano())
+	assert.Equal(t, 100, lastFilter.Limit)
+
+	rec = get("/api/v1/findings?kind=clock_skew&service=pay%27%20OR%201=1&start=2026-11-30T10:00:00Z&end=1796036400000000000&limit=5")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.Equal(t, store.FindingsFilter{Kind: "clock_skew", Service: "pay' OR 1=1", Limit: 5,
+		Start: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixNano(), End: 1796036400000000000}, lastFilter,
+		"values reach the store as parameters, never as SQL")
+
+	for path, want := range map[string]string{
+		"/api/v1/findings?limit=0":                          "`limit`",
+		"/api/v1/findings?limit=5000":                       "`limit`",
+		"/api/v1/findings?start=yesterday":                  "`start`",
+		"/api/v1/findings?end=-5":                           "`end`",
+		"/api/v1/findings?start=2000&end=1000":              "`start` is after `end`",
+		"/api/v1/findings?kind=" + strings.Repeat("k", 300): "at most",
+	} {
+		rec := get(path)
+		assert.Equal(t, http.StatusBadRequest, rec.Code, path)
+		assert.Contains(t, rec.Body.String(), want, path)
+	}
+	rec = get("/api/v1/findings?kind=fail")
+	assert.Equal(t, http.StatusInternalServerError, rec.Code)
+}
+
+// A server span on a host whose clock is 300 ms ahead is shown inside the
+// client span that called it, and the logs follow the adjusted order; the
+// raw times stay as stored.
+func TestTraceTimesAdjustedForClockSkew(t *testing.T) {
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	const ms = uint64(time.Millisecond)
+	base := uint64(1796010663000000000)
+	skew := 300 * ms
+	reader := fakeReader{id: {
+		TraceID: id,
+		Spans: []store.Span{
+			{SpanID: "0000000000000001", Name: "GET /cart", Kind: "server", Service: "web", Host: "web-1",
+				StartTimeUnixNano: base, EndTimeUnixNano: base + 100*ms},
+			{SpanID: "0000000000000002", ParentSpanID: "0000000000000001", Name: "SELECT", Kind: "client", Service: "web",
+				Host: "web-1", StartTimeUnixNano: base + 10*ms, EndTimeUnixNano: base + 90*ms},
+			{SpanID: "0000000000000003", ParentSpanID: "0000000000000002", Name: "SELECT", Kind: "server", Service: "db",
+				Host: "db-1", StartTimeUnixNano: base + 20*ms + skew, EndTimeUnixNano: base + 80*ms + skew},
+		},
+		Logs: []store.Log{
+			{Body: "query done", Host: "db-1", TimeUnixNano: base + 70*ms + skew},
+			{Body: "rendering", Host: "web-1", TimeUnixNano: base + 95*ms},
+		},
+		Findings: []store.Finding{},
+	}}
+	rec := httptest.NewRecorder()
+	NewHandler(reader, zap.NewNop()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces/"+id, nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	var got store.Trace
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	db := got.Spans[2]
+	assert.Equal(t, base+20*ms+skew, db.StartTimeUnixNano, "raw time kept")
+	assert.Equal(t, base+20*ms, db.AdjustedStartTimeUnixNano)
+	assert.Equal(t, base+80*ms, db.AdjustedEndTimeUnixNano)
+	assert.Equal(t, base, got.Spans[0].AdjustedStartTimeUnixNano, "the root's host is the reference")
+	require.Len(t, got.Logs, 2)
+	assert.Equal(t, "query done", got.Logs[0].Body, "ordered by adjusted time")
+	assert.Equal(t, base+70*ms, got.Logs[0].AdjustedTimeUnixNano)
+	assert.Equal(t, base+70*ms+skew, got.Logs[0].TimeUnixNano)
+}

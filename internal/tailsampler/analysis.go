@@ -1,0 +1,344 @@
+package tailsampler
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/clockskew"
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// AnalyzeConfig configures the analyzers that run on every kept trace, where
+// it is whole: internal/analyze (slowest hop, critical path, retry fan-out,
+// timeout and error origins, broken propagation, fan-out) and the clock-skew
+// estimator of internal/clockskew, which keeps a per-host-pair estimate over
+// many traces.
+type AnalyzeConfig struct {
+	// Enabled runs the analyzers. Default true.
+	Enabled bool `mapstructure:"enabled"`
+	// Store is the tracesift_store extension the findings are written to
+	// (the findings table, returned with the trace and aggregated by
+	// GET /api/v1/findings). Empty: findings are only counted in
+	// tracesift_sampler_findings. Default empty; the shipped configurations
+	// set tracesift_store.
+	Store component.ID `mapstructure:"store"`
+	// FanoutThreshold is how many downstream calls one entry span must make
+	// for a fanout finding. Default 50.
+	FanoutThreshold int `mapstructure:"fanout_threshold"`
+	// MinRepeatedCalls is how many calls a chain of repeated calls that are
+	// not retries (all succeed) must reach for a retry_fanout finding;
+	// retries are reported from 2 attempts. Default 5.
+	MinRepeatedCalls int `mapstructure:"min_repeated_calls"`
+	// The clock-skew estimator: skew_threshold (default 100ms, the offset
+	// that raises a clock_skew finding), skew_window (5m), skew_min_samples
+	// (5 traces before an estimate counts), skew_max_pairs (10000 host
+	// pairs), skew_max_samples (256 per pair).
+	Skew clockskew.Config `mapstructure:",squash"`
+}
+
+func defaultAnalyzeConfig() AnalyzeConfig {
+	opts := analyze.DefaultOptions()
+	return AnalyzeConfig{
+		Enabled:          true,
+		FanoutThreshold:  opts.FanoutThreshold,
+		MinRepeatedCalls: opts.MinRepeatedCalls,
+		Skew:             clockskew.DefaultConfig(),
+	}
+}
+
+// Validate reports every invalid field, naming its YAML key.
+func (c *AnalyzeConfig) Validate() error {
+	if !c.Enabled {
+		return nil
+	}
+	var errs []error
+	if c.FanoutThreshold < 1 {
+		errs = append(errs, fmt.Errorf("`analyze::fanout_threshold` must be at least 1, got %d", c.FanoutThreshold))
+	}
+	if c.MinRepeatedCalls < 2 {
+		errs = append(errs, fmt.Errorf("`analyze::min_repeated_calls` must be at least 2, got %d", c.MinRepeatedCalls))
+	}
+	if err := c.Skew.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("`analyze`: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// FindingsWriter stores findings; *store.Writer is one.
+type FindingsWriter interface {
+	WriteFindings(ctx context.Context, rows []store.FindingRow) error
+}
+
+// analyzer runs the analyzers for every shard and hands the findings to a
+// writer goroutine, so that a slow store never holds up a decision.
+type analyzer struct {
+	opts   analyze.Options
+	skew   *clockskew.Estimator
+	logger *zap.Logger
+	tel    *telemetry
+
+	writer  FindingsWriter // nil: findings are only counted
+	queue   chan []store.FindingRow
+	done    chan struct{}
+	dropped sync.Once // the first dropped batch is logged
+}
+
+// findingsQueue bounds the batches of findings waiting for the store; a
+// batch is one decision pass's kept traces.
+const findingsQueue = 256
+
+func newAnalyzer(cfg AnalyzeConfig, logger *zap.Logger, tel *telemetry) (*analyzer, error) {
+	if !cfg.Enabled {
+		return nil, nil
+	}
+	est, err := clockskew.NewEstimator(cfg.Skew)
+	if err != nil {
+		return nil, err
+	}
+	opts := analyze.DefaultOptions()
+	opts.FanoutThreshold, opts.MinRepeatedCalls = cfg.FanoutThreshold, cfg.MinRepeatedCalls
+	return &analyzer{opts: opts, skew: est, logger: logger, tel: tel}, nil
+}
+
+// start looks up the store and starts the writer goroutine.
+func (a *analyzer) start(host component.Host, id component.ID) error {
+	if id != (component.ID{}) {
+		ext, ok := host.GetExtensions()[id]
+		if !ok {
+			return fmt.Errorf("`analyze::store`: extension %q is not configured: add it under `extensions` and `service::extensions`", id)
+		}
+		p, ok := ext.(interface{ Writer() *store.Writer })
+		if !ok {
+			return fmt.Errorf("`analyze::store`: extension %q is not a tracesift_store extension", id)
+		}
+		a.writer = p.Writer()
+	}
+	if a.writer == nil {
+		return nil
+	}
+	a.queue = make(chan []store.FindingRow, findingsQueue)
+	a.done = make(chan struct{})
+	go a.write()
+	return nil
+}
+
+// stop writes what is queued and stops the writer goroutine.
+func (a *analyzer) stop() {
+	if a.queue == nil {
+		return
+	}
+	close(a.queue)
+	<-a.done
+}
+
+// write inserts queued findings, merging what has accumulated into one
+// insert.
+func (a *analyzer) write() {
+	defer close(a.done)
+	var batch []store.FindingRow
+	for rows := range a.queue {
+		batch = append(batch[:0], rows...)
+	more:
+		for len(batch) < 10000 {
+			select {
+			case r, ok := <-a.queue:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r...)
+			default:
+				break more
+			}
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		err := a.writer.WriteFindings(ctx, batch)
+		cancel()
+		if err != nil {
+			a.tel.findingsDropped.Add(context.Background(), int64(len(batch)))
+			a.logger.Error("Writing findings failed; they are lost (tracesift_sampler_findings_dropped)",
+				zap.Int("findings", len(batch)), zap.Error(err))
+		}
+	}
+}
+
+// analyzeKept runs the analyzers on the whole traces among td (the ids in
+// whole; other spans of td are late spans of traces decided earlier) and
+// queues their findings.
+func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool, now time.Time) {
+	traces := tracesOf(td, whole)
+	var rows []store.FindingRow
+	for _, t := range traces {
+		obs := clockskew.PairOffsets(&t.Trace)
+		a.skew.Observe(now, obs)
+		findings := analyze.Analyze(&t.Trace, a.opts)
+		findings = append(findings, a.skew.Findings(&t.Trace, obs)...)
+		for _, f := range findings {
+			a.tel.findingsCount.Add(context.Background(), 1, a.tel.findingKind(f.Kind))
+			rows = append(rows, store.FindingRow{
+				TraceID: t.TraceID, TimeUnixNano: t.start, Kind: f.Kind, Service: f.Service,
+				Subject: subjectOf(&t.Trace, &f), SpanIDs: f.SpanIDs, Value: f.Value, Summary: f.Summary,
+			})
+		}
+	}
+	if len(rows) == 0 || a.queue == nil {
+		return
+	}
+	select {
+	case a.queue <- rows:
+	default:
+		a.tel.findingsDropped.Add(context.Background(), int64(len(rows)))
+		a.dropped.Do(func() {
+			a.logger.Warn("The store is not keeping up with findings; dropping them (counted in "+
+				"tracesift_sampler_findings_dropped, logged once)", zap.Int("findings", len(rows)))
+		})
+	}
+}
+
+// analyzedTrace is a trace in the analyzers' model, with its start time.
+type analyzedTrace struct {
+	analyze.Trace
+	start uint64
+}
+
+// tracesOf converts the spans of td whose trace id is in whole into the
+// analyzers' model, one trace per id.
+func tracesOf(td ptrace.Traces, whole map[pcommon.TraceID]bool) []*analyzedTrace {
+	byID := make(map[pcommon.TraceID]*analyzedTrace, len(whole))
+	var order []*analyzedTrace
+	rss := td.ResourceSpans()
+	for i := range rss.Len() {
+		rs := rss.At(i)
+		service, host := serviceAndHost(rs.Resource().Attributes())
+		sss := rs.ScopeSpans()
+		for j := range sss.Len() {
+			spans := sss.At(j).Spans()
+			for k := range spans.Len() {
+				sp := spans.At(k)
+				id := sp.TraceID()
+				if !whole[id] {
+					continue
+				}
+				t := byID[id]
+				if t == nil {
+					t = &analyzedTrace{Trace: analyze.Trace{TraceID: hex.EncodeToString(id[:])}, start: math.MaxUint64}
+					byID[id] = t
+					order = append(order, t)
+				}
+				if st := uint64(sp.StartTimestamp()); st != 0 && st < t.start {
+					t.start = st
+				}
+				t.Spans = append(t.Spans, spanOf(sp, service, host))
+			}
+		}
+	}
+	for _, t := range order {
+		if t.start == math.MaxUint64 {
+			t.start = 0
+		}
+	}
+	return order
+}
+
+func spanOf(sp ptrace.Span, service, host string) analyze.Span {
+	s := analyze.Span{
+		SpanID:        spanIDHex(sp.SpanID()),
+		ParentSpanID:  spanIDHex(sp.ParentSpanID()),
+		Name:          sp.Name(),
+		Kind:          analyze.Kind(sp.Kind()),
+		Service:       service,
+		Host:          host,
+		StartUnixNano: uint64(sp.StartTimestamp()),
+		EndUnixNano:   uint64(sp.EndTimestamp()),
+		StatusCode:    analyze.StatusCode(sp.Status().Code()),
+		StatusMessage: sp.Status().Message(),
+		Attributes:    stringMap(sp.Attributes()),
+	}
+	for i := range sp.Events().Len() {
+		ev := sp.Events().At(i)
+		s.Events = append(s.Events, analyze.Event{Name: ev.Name(), TimeUnixNano: uint64(ev.Timestamp()),
+			Attributes: stringMap(ev.Attributes())})
+	}
+	for i := range sp.Links().Len() {
+		l := sp.Links().At(i)
+		tid := l.TraceID()
+		s.Links = append(s.Links, analyze.Link{TraceID: hex.EncodeToString(tid[:]), SpanID: spanIDHex(l.SpanID())})
+	}
+	return s
+}
+
+func spanIDHex(id pcommon.SpanID) string {
+	if id.IsEmpty() {
+		return ""
+	}
+	return hex.EncodeToString(id[:])
+}
+
+func stringMap(m pcommon.Map) map[string]string {
+	if m.Len() == 0 {
+		return nil
+	}
+	out := make(map[string]string, m.Len())
+	for k, v := range m.All() {
+		out[k] = v.AsString()
+	}
+	return out
+}
+
+// serviceAndHost name a resource's service and host as the store does.
+func serviceAndHost(attrs pcommon.Map) (service, host string) {
+	service = store.ServiceName(attrs)
+	return service, store.HostName(attrs)
+}
+
+// subjectOf is what a finding is about, for aggregation across traces: the
+// operation of its first span, the call edge of a retry chain, the host pair
+// of a clock skew.
+func subjectOf(t *analyze.Trace, f *analyze.Finding) string {
+	if len(f.SpanIDs) == 0 {
+		return ""
+	}
+	var span, parent *analyze.Span
+	for i := range t.Spans {
+		if t.Spans[i].SpanID == f.SpanIDs[0] {
+			span = &t.Spans[i]
+			break
+		}
+	}
+	if span == nil {
+		return ""
+	}
+	for i := range t.Spans {
+		if span.ParentSpanID != "" && t.Spans[i].SpanID == span.ParentSpanID {
+			parent = &t.Spans[i]
+			break
+		}
+	}
+	switch f.Kind {
+	case analyze.KindClockSkew:
+		if parent != nil {
+			return parent.Host + " → " + span.Host
+		}
+		return span.Host
+	case analyze.KindRetryFanout:
+		callee := span.Attributes["peer.service"]
+		if callee == "" {
+			callee = span.Attributes["server.address"]
+		}
+		if callee != "" {
+			return span.Service + " → " + callee + " " + span.Name
+		}
+		return span.Service + " → " + span.Name
+	}
+	return span.Service + " " + span.Name
+}

@@ -1,0 +1,142 @@
+package tailsampler
+
+import (
+	"context"
+	"encoding/hex"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+type findingsSink struct {
+	mu   sync.Mutex
+	rows []store.FindingRow
+}
+
+func (f *findingsSink) WriteFindings(_ context.Context, rows []store.FindingRow) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.rows = append(f.rows, rows...)
+	return nil
+}
+
+// checkoutTrace is a frontend request on host web-1 whose call to payments
+// (host pay-1, its clock skew ahead) is retried twice after errors.
+func checkoutTrace(n uint64, skew time.Duration) ptrace.Traces {
+	td := ptrace.NewTraces()
+	at := func(d time.Duration) pcommon.Timestamp { return pcommon.NewTimestampFromTime(specEpoch.Add(d)) }
+	front := td.ResourceSpans().AppendEmpty()
+	front.Resource().Attributes().PutStr("service.name", "frontend")
+	front.Resource().Attributes().PutStr("host.name", "web-1")
+	fs := front.ScopeSpans().AppendEmpty().Spans()
+	pay := td.ResourceSpans().AppendEmpty()
+	pay.Resource().Attributes().PutStr("service.name", "payments")
+	pay.Resource().Attributes().PutStr("host.name", "pay-1")
+	ps := pay.ScopeSpans().AppendEmpty().Spans()
+
+	root := fs.AppendEmpty()
+	root.SetTraceID(tid(n))
+	root.SetSpanID(sid(1))
+	root.SetName("GET /checkout")
+	root.SetKind(ptrace.SpanKindServer)
+	root.SetStartTimestamp(at(0))
+	root.SetEndTimestamp(at(400 * time.Millisecond))
+	for a := range uint64(3) {
+		call := fs.AppendEmpty()
+		call.SetTraceID(tid(n))
+		call.SetSpanID(sid(10 + a))
+		call.SetParentSpanID(sid(1))
+		call.SetName("POST /charge")
+		call.SetKind(ptrace.SpanKindClient)
+		call.Attributes().PutStr("peer.service", "payments")
+		start := time.Duration(a) * 120 * time.Millisecond
+		call.SetStartTimestamp(at(start + 10*time.Millisecond))
+		call.SetEndTimestamp(at(start + 110*time.Millisecond))
+		server := ps.AppendEmpty()
+		server.SetTraceID(tid(n))
+		server.SetSpanID(sid(20 + a))
+		server.SetParentSpanID(sid(10 + a))
+		server.SetName("POST /charge")
+		server.SetKind(ptrace.SpanKindServer)
+		server.SetStartTimestamp(at(start + 20*time.Millisecond + skew))
+		server.SetEndTimestamp(at(start + 100*time.Millisecond + skew))
+		if a < 2 {
+			call.Status().SetCode(ptrace.StatusCodeError)
+			server.Status().SetCode(ptrace.StatusCodeError)
+			server.Status().SetMessage("card processor unavailable")
+		}
+	}
+	return td
+}
+
+func TestKeptTracesAreAnalyzed(t *testing.T) {
+	h := newHarness(t, testConfig())
+	sink := &findingsSink{}
+	// Before any trace: the writer goroutine was started without a store.
+	h.p.analyzer.writer = sink
+	h.p.analyzer.queue = make(chan []store.FindingRow, findingsQueue)
+	h.p.analyzer.done = make(chan struct{})
+	go h.p.analyzer.write()
+
+	for n := uint64(1); n <= 6; n++ {
+		h.consume(checkoutTrace(n, 300*time.Millisecond))
+		h.decideAfterWait()
+		h.clock.Advance(time.Second)
+	}
+	// A late span of trace 1 is stored but not analyzed on its own.
+	late := request(t, "frontend", spanSpec{trace: 1, span: 99, parent: 1, dur: time.Millisecond})
+	h.consume(late)
+	h.barrier()
+	require.NoError(t, h.p.Shutdown(context.Background()))
+
+	byTrace := map[string]map[string][]store.FindingRow{}
+	for _, r := range sink.rows {
+		if byTrace[r.TraceID] == nil {
+			byTrace[r.TraceID] = map[string][]store.FindingRow{}
+		}
+		byTrace[r.TraceID][r.Kind] = append(byTrace[r.TraceID][r.Kind], r)
+	}
+	require.Len(t, byTrace, 6)
+	first := tid(1)
+	one := byTrace[hex.EncodeToString(first[:])]
+	require.Len(t, one[analyze.KindRetryFanout], 1)
+	retry := one[analyze.KindRetryFanout][0]
+	assert.Equal(t, 3.0, retry.Value)
+	assert.Equal(t, "frontend → payments POST /charge", retry.Subject)
+	assert.Equal(t, uint64(specEpoch.UnixNano()), retry.TimeUnixNano, "stamped with the trace's start")
+	require.Len(t, one[analyze.KindErrorOrigin], 2, "both failed attempts, each from the callee")
+	assert.Equal(t, "payments", one[analyze.KindErrorOrigin][0].Service)
+	assert.Empty(t, one[analyze.KindBrokenPropagation], "the late span was not analyzed as a trace of its own")
+	assert.Empty(t, one[analyze.KindClockSkew], "one trace does not make an estimate")
+
+	// From the fifth trace on, the host pair's estimate has its samples.
+	last := tid(6)
+	skew := byTrace[hex.EncodeToString(last[:])][analyze.KindClockSkew]
+	require.Len(t, skew, 1)
+	assert.InDelta(t, 300, skew[0].Value, 1)
+	assert.Equal(t, "web-1 → pay-1", skew[0].Subject)
+	assert.EqualValues(t, 6, h.counter("tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
+}
+
+func TestAnalyzeStoreMustBeAStoreExtension(t *testing.T) {
+	cfg := testConfig()
+	cfg.Analyze.Store = component.MustNewID("tracesift_store")
+	p, err := newSampler(processortest.NewNopSettings(component.MustNewType(typeStr)), cfg, new(consumertest.TracesSink))
+	require.NoError(t, err)
+	err = p.Start(context.Background(), componenttest.NewNopHost())
+	require.ErrorContains(t, err, "`analyze::store`: extension \"tracesift_store\" is not configured")
+	require.NoError(t, p.Shutdown(context.Background()))
+}
