@@ -142,24 +142,20 @@ func (a *analyzer) stop() {
 	<-a.done
 }
 
-// write inserts queued findings, merging what has accumulated into one
-// insert.
+// findingsFlush is how often queued findings are inserted: every insert is a
+// part ClickHouse merges later, so they are few and large.
+const findingsFlush = time.Second
+
+// write inserts queued findings, once per findingsFlush at most, or sooner
+// when 10000 are waiting.
 func (a *analyzer) write() {
 	defer close(a.done)
 	var batch []store.FindingRow
-	for rows := range a.queue {
-		batch = append(batch[:0], rows...)
-	more:
-		for len(batch) < 10000 {
-			select {
-			case r, ok := <-a.queue:
-				if !ok {
-					break more
-				}
-				batch = append(batch, r...)
-			default:
-				break more
-			}
+	tick := time.NewTicker(findingsFlush)
+	defer tick.Stop()
+	flush := func() {
+		if len(batch) == 0 {
+			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := a.writer.WriteFindings(ctx, batch)
@@ -168,6 +164,22 @@ func (a *analyzer) write() {
 			a.tel.findingsDropped.Add(context.Background(), int64(len(batch)))
 			a.logger.Error("Writing findings failed; they are lost (tracesift_sampler_findings_dropped)",
 				zap.Int("findings", len(batch)), zap.Error(err))
+		}
+		batch = batch[:0]
+	}
+	for {
+		select {
+		case rows, ok := <-a.queue:
+			if !ok {
+				flush()
+				return
+			}
+			batch = append(batch, rows...)
+			if len(batch) >= 10000 {
+				flush()
+			}
+		case <-tick.C:
+			flush()
 		}
 	}
 }

@@ -238,19 +238,23 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 	r := s.p.rules
 	for i := range chunks {
 		c := &chunks[i]
-		if d, decided := s.cache.get(c.id); decided {
-			lateBytes += c.bytes
-			s.p.tel.lateness.Record(context.Background(), float64(now.UnixNano()-d.at)/1e9)
-			if d.kept {
-				out.add(c)
-				lateKept += c.count
-			} else {
-				s.release(c.frames)
-				lateDropped += c.count
-			}
-			continue
-		}
+		// Most chunks join a buffered trace, so the trace map is asked
+		// first; a trace is never both buffered and decided.
 		t, ok := s.traces[c.id]
+		if !ok {
+			if d, decided := s.cache.get(c.id); decided {
+				lateBytes += c.bytes
+				s.p.tel.lateness.Record(context.Background(), float64(now.UnixNano()-d.at)/1e9)
+				if d.kept {
+					out.add(c)
+					lateKept += c.count
+				} else {
+					s.release(c.frames)
+					lateDropped += c.count
+				}
+				continue
+			}
+		}
 		if !ok {
 			t = &trace{traceChunk: *c, firstSeen: now.UnixNano(), lastSeen: now.UnixNano()}
 			s.order.pushBack(t)

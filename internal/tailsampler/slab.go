@@ -1,7 +1,6 @@
 package tailsampler
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -41,7 +40,10 @@ type frameBuf struct {
 }
 
 type slabClass struct {
-	free       uint64 // ref of the first free block, 0 for none; a free block holds the next ref
+	// free holds the refs of the class's free blocks, most recently freed
+	// last: a stack of its own rather than links inside the blocks, so that
+	// allocating never reads memory that has gone cold.
+	free       []uint64
 	slab       uint32 // index+1 of the slab being carved, 0 for none
 	next, size uint32 // next uncarved offset in it; the slab's size
 }
@@ -100,10 +102,9 @@ func (m *frameMemory) take(class, size int) (uint64, bool) {
 		return 0, false
 	}
 	c := &m.classes[class]
-	if ref := c.free; ref != 0 {
-		slab := m.slabs[ref>>32-1]
-		off := uint32(ref)
-		c.free = binary.LittleEndian.Uint64(slab[off : off+8])
+	if n := len(c.free); n > 0 {
+		ref := c.free[n-1]
+		c.free = c.free[:n-1]
 		return ref, true
 	}
 	if c.slab == 0 || int(c.next)+size > int(c.size) {
@@ -133,8 +134,7 @@ func (m *frameMemory) free(bufs ...frameBuf) {
 		}
 		class, size := slabClassOf(cap(f.b))
 		c := &m.classes[class]
-		binary.LittleEndian.PutUint64(f.b[:8:8], c.free)
-		c.free = f.ref
+		c.free = append(c.free, f.ref)
 		released += int64(size)
 	}
 	m.inUse.Add(-released)
@@ -154,6 +154,9 @@ func (m *frameMemory) close() {
 		unmapSlab(s)
 	}
 	m.slabs = nil
+	for i := range m.classes {
+		m.classes[i] = slabClass{}
+	}
 	m.mapped.Store(0)
 	// inUse is left as it is: anything but 0 here is a leak (tests check).
 }
