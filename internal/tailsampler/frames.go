@@ -192,6 +192,7 @@ const (
 
 type dictTrainer struct {
 	enabled bool
+	gov     *compressionGovernor // nil when not enabled
 	current atomic.Pointer[codec]
 	due     atomic.Int64 // unix nanoseconds at which to start collecting a new sample
 
@@ -199,10 +200,11 @@ type dictTrainer struct {
 	sample []byte
 }
 
-func newDictTrainer(enabled bool) *dictTrainer {
+func newDictTrainer(enabled bool, grace time.Duration, now time.Time) *dictTrainer {
 	t := &dictTrainer{enabled: enabled}
 	if enabled {
 		t.current.Store(&codec{})
+		t.gov = newCompressionGovernor(grace, now)
 	}
 	return t
 }
@@ -210,7 +212,7 @@ func newDictTrainer(enabled bool) *dictTrainer {
 // codecFor returns the codec for a request whose chunks encode to plain,
 // first adding plain to the training sample when one is being collected.
 func (t *dictTrainer) codecFor(plain []byte, now time.Time) *codec {
-	if !t.enabled {
+	if !t.enabled || !t.gov.compressing(now) {
 		return nil
 	}
 	if now.UnixNano() >= t.due.Load() && len(plain) > 0 {

@@ -68,9 +68,9 @@ func TestCodecsRoundTrip(t *testing.T) {
 }
 
 func TestDictTrainer(t *testing.T) {
-	assert.Nil(t, newDictTrainer(false).codecFor(make([]byte, 100<<10), time.Now()), "buffer_compression off")
+	assert.Nil(t, newDictTrainer(false, time.Minute, time.Now()).codecFor(make([]byte, 100<<10), time.Now()), "buffer_compression off")
 
-	tr := newDictTrainer(true)
+	tr := newDictTrainer(true, time.Minute, time.Unix(1000, 0))
 	now := time.Unix(1000, 0)
 	first := tr.codecFor(bytes.Repeat([]byte("a"), 10<<10), now)
 	require.NotNil(t, first)

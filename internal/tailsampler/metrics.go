@@ -22,23 +22,24 @@ const (
 // telemetry holds the instruments and the attribute sets they are recorded
 // with; the sets are built once because shards record on every decision.
 type telemetry struct {
-	spansReceived   metric.Int64Counter
-	spansInvalid    metric.Int64Counter
-	tracesDecided   metric.Int64Counter
-	spansDropped    metric.Int64Counter
-	spansLate       metric.Int64Counter
-	exportErrors    metric.Int64Counter
-	tracesBuffered  metric.Int64UpDownCounter
-	bufferedBytes   metric.Int64UpDownCounter
-	earlyDecisions  metric.Int64Counter
-	spansKept       metric.Int64Counter
-	lateness        metric.Float64Histogram
-	decisionLatency metric.Float64Histogram
-	baselineCapped  metric.Int64Counter
-	pushbacks       metric.Int64Counter
-	frameBytes      metric.Int64Counter
-	findingsCount   metric.Int64Counter
-	findingsDropped metric.Int64Counter
+	spansReceived     metric.Int64Counter
+	spansInvalid      metric.Int64Counter
+	tracesDecided     metric.Int64Counter
+	spansDropped      metric.Int64Counter
+	spansLate         metric.Int64Counter
+	exportErrors      metric.Int64Counter
+	tracesBuffered    metric.Int64UpDownCounter
+	bufferedBytes     metric.Int64UpDownCounter
+	earlyDecisions    metric.Int64Counter
+	spansKept         metric.Int64Counter
+	lateness          metric.Float64Histogram
+	decisionLatency   metric.Float64Histogram
+	baselineCapped    metric.Int64Counter
+	pushbacks         metric.Int64Counter
+	frameBytes        metric.Int64Counter
+	findingsCount     metric.Int64Counter
+	findingsDropped   metric.Int64Counter
+	compressionPauses metric.Int64Counter
 
 	// decidedAttrs is indexed by Reason.rank(); rank 0 (none) is the dropped set.
 	decidedAttrs [numReasons]metric.AddOption
@@ -94,6 +95,8 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		"Findings the analyzers raised on kept traces, by kind.", "{finding}")
 	t.findingsDropped = counter("tracesift_sampler_findings_dropped",
 		"Findings lost because the store failed or did not keep up.", "{finding}")
+	t.compressionPauses = counter("tracesift_sampler_compression_pauses",
+		"Times buffer compression was paused because the sampler was overloaded (see buffer_compression).", "{pause}")
 	t.tracesBuffered = instrument(&errs, m.Int64UpDownCounter, "tracesift_sampler_traces_buffered",
 		metric.Int64UpDownCounterOption(metric.WithDescription("Traces buffered in the shards, waiting for a decision.")),
 		metric.Int64UpDownCounterOption(metric.WithUnit("{trace}")))

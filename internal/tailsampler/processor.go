@@ -118,9 +118,11 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		now:         time.Now,
 		tick:        cfg.tickInterval(),
 		memoryLimit: cfg.goMemoryLimit(),
-		dicts:       newDictTrainer(cfg.BufferCompression),
-		mem:         &frameMemory{},
-		stopping:    make(chan struct{}),
+		// Relief counts against compression once it has run for two
+		// decision waits, when the buffer holds compressed traces only.
+		dicts:    newDictTrainer(cfg.BufferCompression, 2*cfg.DecisionWait, time.Now()),
+		mem:      &frameMemory{},
+		stopping: make(chan struct{}),
 	}
 	p.shards = make([]*shard, n)
 	for i := range p.shards {

@@ -346,6 +346,13 @@ func (s *shard) relieve(out *keptBatch) {
 	if s.used.Load() <= s.high {
 		return
 	}
+	if g := s.p.dicts.gov; g != nil && g.overloaded(s.now) {
+		s.p.tel.compressionPauses.Add(context.Background(), 1)
+		s.p.logger.Info("Buffer compression paused: the buffer needs relief although it holds compressed traces, "+
+			"so the sampler is overloaded and compressing costs CPU without letting traces wait out decision_wait; "+
+			"it is retried after the pause (tracesift_sampler_compression_pauses)",
+			zap.Duration("pause", time.Duration(g.pausedUntil.Load()-s.now.UnixNano())))
+	}
 	before := s.used.Load()
 	for pass := range 3 {
 		for t := s.order.front(); t != nil && s.used.Load() > s.low; {
