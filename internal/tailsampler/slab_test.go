@@ -45,13 +45,15 @@ func TestFrameMemoryReusesFreedBlocks(t *testing.T) {
 	b := m.alloc(100)
 	assert.NotEqual(t, a.ref, b.ref)
 	assert.EqualValues(t, 208, m.inUse.Load())
-	assert.EqualValues(t, smallSlabSize, m.mapped.Load())
+	assert.EqualValues(t, slabSize, m.mapped.Load())
 
 	m.free(a)
 	c := m.alloc(97) // same class
 	assert.Equal(t, a.ref, c.ref, "a freed block is reused first")
 	m.free(b, c, frameBuf{})
 	assert.Zero(t, m.inUse.Load())
+	assert.EqualValues(t, slabSize, m.mapped.Load(), "an empty slab is kept warm")
+	assert.Len(t, m.warm, 1)
 
 	big := m.alloc(maxSlabBlock + 1)
 	assert.Zero(t, big.ref, "large frames live on the Go heap")
@@ -59,6 +61,53 @@ func TestFrameMemoryReusesFreedBlocks(t *testing.T) {
 	m.free(big)
 	assert.Zero(t, m.inUse.Load())
 	assert.Zero(t, m.alloc(0).ref)
+}
+
+// A released slab serves another class, and the refs the first class kept
+// to it are stale: never handed out again.
+func TestFrameMemoryReleasedSlabServesAnotherClass(t *testing.T) {
+	var m frameMemory
+	defer m.close()
+	small := []frameBuf{m.alloc(100), m.alloc(100), m.alloc(100)}
+	m.free(small...)
+	require.Len(t, m.warm, 1)
+	require.Len(t, m.slabs, 1)
+	cls, _ := slabClassOf(100)
+	assert.Empty(t, m.classes[cls].free, "refs into the released slab were dropped from the free stack")
+	assert.Zero(t, m.classes[cls].stale)
+
+	big := m.alloc(5000)
+	require.NotZero(t, big.ref)
+	assert.Len(t, m.slabs, 1, "the released slab was reused")
+	assert.EqualValues(t, slabSize, m.mapped.Load())
+	for i := range big.b {
+		big.b[i] = 0xee
+	}
+	again := m.alloc(100)
+	require.NotZero(t, again.ref)
+	assert.Len(t, m.slabs, 2, "a stale ref was not handed out: a new slab was carved")
+	for i := range again.b {
+		again.b[i] = 0x11
+	}
+	for _, x := range big.b {
+		require.Equal(t, byte(0xee), x, "blocks of the two classes do not overlap")
+	}
+	m.free(big, again)
+	assert.Zero(t, m.inUse.Load())
+	assert.Len(t, m.warm, 2)
+
+	// Beyond warmSlabs, empty slabs give their pages back.
+	var bufs []frameBuf
+	for range warmSlabs + 4 {
+		bufs = append(bufs, m.alloc(maxSlabBlock)) // 16 blocks a slab
+		for range 15 {
+			bufs = append(bufs, m.alloc(maxSlabBlock))
+		}
+	}
+	assert.EqualValues(t, (warmSlabs+4)*slabSize, m.mapped.Load())
+	m.free(bufs...)
+	assert.EqualValues(t, warmSlabs*slabSize, m.mapped.Load())
+	assert.Len(t, m.empty, 4)
 }
 
 func TestFrameMemoryAfterClose(t *testing.T) {
