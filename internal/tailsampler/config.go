@@ -63,7 +63,8 @@ type Config struct {
 	MaxWait time.Duration `mapstructure:"max_wait"`
 
 	// MaxBufferedBytes bounds the accounted memory of the spans queued for or
-	// buffered in the shards, split evenly over them. Above 90 % of its share
+	// buffered in the shards (their stored frames, after compression, plus
+	// ~320 bytes of bookkeeping per trace), split evenly over them. Above 90 % of its share
 	// a shard decides traces early (first those already matching a keep rule,
 	// then complete ones, then the oldest) down to 75 %; a request that would
 	// still not fit is refused with gRPC ResourceExhausted / HTTP 429 and a
@@ -71,19 +72,21 @@ type Config struct {
 	MaxBufferedBytes int64 `mapstructure:"max_buffered_bytes"`
 
 	// BufferCompression compresses buffered spans (S2 against a dictionary
-	// trained on recent traffic): ~3× more traffic fits in
-	// max_buffered_bytes for a few percent more CPU. Default true.
+	// trained on recent traffic): ~3.5× more traffic fits in
+	// max_buffered_bytes. It is paused while the sampler is overloaded (a
+	// shard needs relief although the buffer holds compressed traces), when
+	// it would cost CPU without letting traces wait out decision_wait, and
+	// retried after a pause of 1 min doubling to 10 min. Default true.
 	BufferCompression bool `mapstructure:"buffer_compression"`
 
 	// GoMemoryLimit is the Go runtime's soft memory limit this sampler sets
-	// when it starts: a cap on the heap, whose largest consumer is the
-	// buffer, so that a backlog elsewhere (a slow store) makes the garbage
-	// collector work harder before the process grows further. 0 (the
-	// default) means three times max_buffered_bytes, above what the heap
-	// reaches at a full buffer with the default GOGC, so it costs nothing
-	// until then; a lower value trades CPU for memory (docs/benchmarks.md:
-	// twice the bound cut peak RSS by 15 % and cost 9 % of spans per
-	// CPU-second). -1 leaves the runtime alone. GOMEMLIMIT, when set, wins.
+	// when it starts, so that a backlog elsewhere (a slow store, kept traces
+	// queued for it) makes the garbage collector work harder before the
+	// process grows further. The buffer itself lives outside the Go heap and
+	// is not counted. 0 (the default) means three times max_buffered_bytes,
+	// far above what the heap reaches at the benchmark's load (~0.5 GiB), so
+	// it costs nothing until then; a lower value trades CPU for memory. -1
+	// leaves the runtime alone. GOMEMLIMIT, when set, wins.
 	GoMemoryLimit int64 `mapstructure:"go_memory_limit"`
 
 	// MaxTraceBytes caps the accounted memory of one buffered trace; a trace
