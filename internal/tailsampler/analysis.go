@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -88,6 +89,13 @@ type analyzer struct {
 	logger *zap.Logger
 	tel    *telemetry
 
+	// skewed holds the host pairs (pairKey of hostHash) whose estimate
+	// reaches the threshold, for keep_clock_skew; rebuilt at most once a
+	// second from the estimator.
+	skewed    atomic.Pointer[map[uint64]struct{}]
+	skewedAt  atomic.Int64
+	threshold time.Duration
+
 	writer  FindingsWriter // nil: findings are only counted
 	queue   chan []store.FindingRow
 	done    chan struct{}
@@ -108,7 +116,7 @@ func newAnalyzer(cfg AnalyzeConfig, logger *zap.Logger, tel *telemetry) (*analyz
 	}
 	opts := analyze.DefaultOptions()
 	opts.FanoutThreshold, opts.MinRepeatedCalls = cfg.FanoutThreshold, cfg.MinRepeatedCalls
-	return &analyzer{opts: opts, skew: est, logger: logger, tel: tel}, nil
+	return &analyzer{opts: opts, skew: est, logger: logger, tel: tel, threshold: cfg.Skew.Threshold}, nil
 }
 
 // start looks up the store and starts the writer goroutine.
@@ -193,6 +201,7 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 	for _, t := range traces {
 		obs := clockskew.PairOffsets(&t.Trace)
 		a.skew.Observe(now, obs)
+		a.refreshSkewed(now)
 		findings := analyze.Analyze(&t.Trace, a.opts)
 		findings = append(findings, a.skew.Findings(&t.Trace, obs)...)
 		for _, f := range findings {
@@ -215,6 +224,40 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 				"tracesift_sampler_findings_dropped, logged once)", zap.Int("findings", len(rows)))
 		})
 	}
+}
+
+// refreshSkewed rebuilds the set of skewed host pairs, once a second at most.
+func (a *analyzer) refreshSkewed(now time.Time) {
+	last := a.skewedAt.Load()
+	if now.UnixNano()-last < int64(time.Second) || !a.skewedAt.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	set := map[uint64]struct{}{}
+	for _, pe := range a.skew.Snapshot() {
+		if pe.OK && (pe.Offset >= a.threshold || pe.Offset <= -a.threshold) {
+			set[pairKey(hostHash([]byte(pe.A)), hostHash([]byte(pe.B)))] = struct{}{}
+		}
+	}
+	a.skewed.Store(&set)
+}
+
+// crossesSkewedPair reports whether two of the hosts are a skewed pair.
+func (a *analyzer) crossesSkewedPair(h *hostSet) bool {
+	set := a.skewed.Load()
+	if set == nil || len(*set) == 0 {
+		return false
+	}
+	for i := range h {
+		for j := i + 1; j < len(h) && h[i] != 0; j++ {
+			if h[j] == 0 {
+				break
+			}
+			if _, ok := (*set)[pairKey(h[i], h[j])]; ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // analyzedTrace is a trace in the analyzers' model, with its start time.

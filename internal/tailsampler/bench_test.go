@@ -209,7 +209,7 @@ func BenchmarkKeepReason(b *testing.B) {
 					b.Fatal(err)
 				}
 				c := newTraceChunk(id)
-				c.addSpan(&scanned.Spans[0], "svc")
+				c.addSpan(&scanned.Spans[0], "svc", 0)
 				r = decide(traceFacts{known: c.reason, hasError: c.hasError, hasTimeout: c.hasTimeout, e2e: 2 * time.Millisecond, id: id}, rs)
 			}
 			_ = r

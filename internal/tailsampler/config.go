@@ -107,6 +107,17 @@ type Config struct {
 	KeepTimeouts bool `mapstructure:"keep_timeouts"`
 	// KeepSlow enables the fixed slow rule (slow_threshold). Default true.
 	KeepSlow bool `mapstructure:"keep_slow"`
+	// KeepRetryAmplification keeps an otherwise healthy trace in which one
+	// call (client or producer spans of one name) is made this many times or
+	// more: retries multiplying down a chain of services (3 attempts at 3
+	// layers = 27 calls at the bottom) or an N+1 query loop. 0 turns it off.
+	// Such traces count against baseline_max_per_second. Default 27.
+	KeepRetryAmplification int `mapstructure:"keep_retry_amplification"`
+	// KeepClockSkew keeps an otherwise healthy trace that crosses a pair of
+	// hosts whose clock skew estimate (analyze::skew_threshold) is exceeded,
+	// so the skew shows and is corrected. Needs analyze::enabled. Such traces
+	// count against baseline_max_per_second. Default true.
+	KeepClockSkew bool `mapstructure:"keep_clock_skew"`
 
 	// AdaptiveSlow keeps traces slower than their own route's recent
 	// latency quantile, the route being the root span's service and name:
@@ -163,20 +174,22 @@ type ServiceRules struct {
 
 func createDefaultConfig() *Config {
 	return &Config{
-		NumShards:         0,
-		DecisionWait:      defaultDecisionWait,
-		SlowThreshold:     defaultSlowThreshold,
-		BaselineRatio:     defaultBaselineRatio,
-		DecisionCacheSize: defaultDecisionCacheSize,
-		ShardQueueSize:    defaultShardQueueSize,
-		MaxWait:           defaultMaxWait,
-		MaxBufferedBytes:  defaultMaxBufferedBytes,
-		BufferCompression: true,
-		MaxTraceBytes:     defaultMaxTraceBytes,
-		MaxSpansPerTrace:  defaultMaxSpansPerTrace,
-		KeepErrors:        true,
-		KeepTimeouts:      true,
-		KeepSlow:          true,
+		NumShards:              0,
+		DecisionWait:           defaultDecisionWait,
+		SlowThreshold:          defaultSlowThreshold,
+		BaselineRatio:          defaultBaselineRatio,
+		DecisionCacheSize:      defaultDecisionCacheSize,
+		ShardQueueSize:         defaultShardQueueSize,
+		MaxWait:                defaultMaxWait,
+		MaxBufferedBytes:       defaultMaxBufferedBytes,
+		BufferCompression:      true,
+		MaxTraceBytes:          defaultMaxTraceBytes,
+		MaxSpansPerTrace:       defaultMaxSpansPerTrace,
+		KeepErrors:             true,
+		KeepTimeouts:           true,
+		KeepSlow:               true,
+		KeepRetryAmplification: 27,
+		KeepClockSkew:          true,
 		AdaptiveSlow: AdaptiveSlowConfig{
 			Enabled:     true,
 			Quantile:    0.99,
@@ -198,6 +211,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Analyze.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.KeepRetryAmplification < 0 || c.KeepRetryAmplification == 1 {
+		errs = append(errs, fmt.Errorf("`keep_retry_amplification` must be 0 (off) or at least 2, got %d", c.KeepRetryAmplification))
 	}
 	if c.DecisionWait <= 0 {
 		errs = append(errs, fmt.Errorf("`decision_wait` must be positive, got %s", c.DecisionWait))

@@ -96,6 +96,8 @@ func testConfig() *Config {
 	// Stateful rules off unless a test is about them.
 	cfg.BaselineMaxPerSecond = 0
 	cfg.AdaptiveSlow.Enabled = false
+	cfg.KeepRetryAmplification = 0
+	cfg.KeepClockSkew = false
 	// Process-wide: tiny test bounds would make the GC thrash.
 	cfg.GoMemoryLimit = -1
 	return cfg

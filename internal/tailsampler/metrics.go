@@ -108,7 +108,8 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		return nil, err
 	}
 
-	for _, r := range []Reason{ReasonNone, ReasonBaseline, ReasonSlowRoute, ReasonSlow, ReasonTimeout, ReasonError} {
+	for _, r := range []Reason{ReasonNone, ReasonBaseline, ReasonClockSkew, ReasonRetries, ReasonSlowRoute, ReasonSlow,
+		ReasonTimeout, ReasonError} {
 		decision := decisionKept
 		if r == ReasonNone {
 			decision = decisionDropped

@@ -288,6 +288,7 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 type scratch struct {
 	req       otlpscan.Request
 	services  []string // per resource of req: its service.name
+	hosts     []uint32 // per resource of req: hostHash of its host
 	spanChunk []int32  // per span of req: its builder, -1 when invalid
 	index     map[pcommon.TraceID]int
 	builders  []chunkBuilder
@@ -317,7 +318,7 @@ func (p *sampler) putScratch(sc *scratch) {
 	}
 	sc.req.Reset()
 	clear(sc.services)
-	sc.services = sc.services[:0]
+	sc.services, sc.hosts = sc.services[:0], sc.hosts[:0]
 	clear(sc.index)
 	clear(sc.builders) // drop references to frames now owned by the shards
 	sc.builders = sc.builders[:0]
@@ -338,6 +339,7 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 	req := &sc.req
 	for i := range req.Resources {
 		sc.services = append(sc.services, string(req.Resources[i].ServiceName))
+		sc.hosts = append(sc.hosts, hostHash(req.Resources[i].HostName))
 	}
 	sc.spanChunk = sc.spanChunk[:0]
 	last := -1 // spans of a trace tend to be adjacent: skip the map lookup then
@@ -364,7 +366,7 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 		}
 		sc.spanChunk = append(sc.spanChunk, int32(last))
 		b := &sc.builders[last]
-		b.addSpan(span, sc.services[span.Resource])
+		b.addSpan(span, sc.services[span.Resource], sc.hosts[span.Resource])
 	}
 	if len(sc.builders) == 0 {
 		return received, invalid

@@ -27,6 +27,14 @@ const (
 	// ReasonSlowRoute: slower than the recent adaptive_slow quantile of its
 	// route (root service and operation).
 	ReasonSlowRoute Reason = "slow_route"
+	// ReasonRetries: otherwise healthy, but one call is repeated
+	// keep_retry_amplification times or more in the trace (retries that
+	// multiply down a chain of services, N+1 queries).
+	ReasonRetries Reason = "retry_fanout"
+	// ReasonClockSkew: otherwise healthy, but it crosses a pair of hosts whose
+	// clocks disagree by skew_threshold or more (analyze::skew_threshold):
+	// kept so that the skew can be seen and corrected.
+	ReasonClockSkew Reason = "clock_skew"
 	// ReasonBaseline: none of the above, kept by the deterministic baseline.
 	ReasonBaseline Reason = "baseline"
 	// ReasonNone: nothing applies; the trace is dropped.
@@ -34,19 +42,23 @@ const (
 )
 
 // numReasons sizes tables indexed by Reason.rank().
-const numReasons = 6
+const numReasons = 8
 
 // rank orders reasons by precedence so that a trace's reason can be folded
 // incrementally as its spans arrive.
 func (r Reason) rank() int {
 	switch r {
 	case ReasonError:
-		return 5
+		return 7
 	case ReasonTimeout:
-		return 4
+		return 6
 	case ReasonSlow:
-		return 3
+		return 5
 	case ReasonSlowRoute:
+		return 4
+	case ReasonRetries:
+		return 3
+	case ReasonClockSkew:
 		return 2
 	case ReasonBaseline:
 		return 1
@@ -74,6 +86,8 @@ func (r Reason) metricValue() string {
 // ruleSet is the keep rules in force for the traces of one service.
 type ruleSet struct {
 	keepErrors, keepTimeouts, keepSlow, adaptive bool
+	keepSkew                                     bool
+	retryAmplification                           int // 0: off
 	slow                                         time.Duration
 	baseline                                     uint64  // see baselineThreshold
 	baselinePerSecond                            float64 // per shard; 0: no cap
@@ -88,13 +102,16 @@ type ruleBook struct {
 
 func newRuleBook(cfg *Config, shards int) ruleBook {
 	def := ruleSet{
-		keepErrors:        cfg.KeepErrors,
-		keepTimeouts:      cfg.KeepTimeouts,
-		keepSlow:          cfg.KeepSlow,
-		adaptive:          cfg.AdaptiveSlow.Enabled,
-		slow:              cfg.SlowThreshold,
-		baseline:          baselineThreshold(cfg.BaselineRatio),
-		baselinePerSecond: cfg.BaselineMaxPerSecond / float64(shards),
+		keepErrors:   cfg.KeepErrors,
+		keepTimeouts: cfg.KeepTimeouts,
+		keepSlow:     cfg.KeepSlow,
+		adaptive:     cfg.AdaptiveSlow.Enabled,
+		// Both rules learn from the analyzers' view of kept traces.
+		keepSkew:           cfg.KeepClockSkew && cfg.Analyze.Enabled,
+		retryAmplification: cfg.KeepRetryAmplification,
+		slow:               cfg.SlowThreshold,
+		baseline:           baselineThreshold(cfg.BaselineRatio),
+		baselinePerSecond:  cfg.BaselineMaxPerSecond / float64(shards),
 	}
 	b := ruleBook{def: def, services: make(map[string]*ruleSet, len(cfg.Services))}
 	for name, o := range cfg.Services {
@@ -138,10 +155,16 @@ type traceFacts struct {
 	id         pcommon.TraceID
 	// slowForRoute: e2e is above its route's recent quantile (adaptive_slow).
 	slowForRoute bool
+	// repeatedCalls is the most calls (client or producer spans) of one
+	// name in the trace; skewed says it crosses a host pair whose clock
+	// skew estimate is at least the threshold.
+	repeatedCalls int
+	skewed        bool
 }
 
-// decide is the keep decision for a whole trace under rs. ReasonBaseline is
-// subject to the service's baseline rate cap, applied by the caller.
+// decide is the keep decision for a whole trace under rs. ReasonRetries,
+// ReasonClockSkew and ReasonBaseline, which keep otherwise healthy traces,
+// are subject to the service's baseline rate cap, applied by the caller.
 func decide(f traceFacts, rs *ruleSet) Reason {
 	switch {
 	case f.known == ReasonError && rs.keepErrors:
@@ -155,6 +178,10 @@ func decide(f traceFacts, rs *ruleSet) Reason {
 		return ReasonSlow
 	case rs.adaptive && f.slowForRoute:
 		return ReasonSlowRoute
+	case rs.retryAmplification > 0 && f.repeatedCalls >= rs.retryAmplification:
+		return ReasonRetries
+	case rs.keepSkew && f.skewed:
+		return ReasonClockSkew
 	case baselineKeep(f.id, rs.baseline):
 		return ReasonBaseline
 	}

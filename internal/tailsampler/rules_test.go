@@ -59,7 +59,7 @@ func addScanned(t testing.TB, c *traceChunk, spans ...ptrace.Span) {
 	var r otlpscan.Request
 	require.NoError(t, otlpscan.Scan(req, &r))
 	for i := range r.Spans {
-		c.addSpan(&r.Spans[i], "svc")
+		c.addSpan(&r.Spans[i], "svc", 0)
 	}
 }
 
@@ -168,6 +168,8 @@ func TestDecide(t *testing.T) {
 	noTimeouts := func(rs *ruleSet) { rs.keepTimeouts = false }
 	noSlow := func(rs *ruleSet) { rs.keepSlow = false }
 	noAdaptive := func(rs *ruleSet) { rs.adaptive = false }
+	retries := func(n int) func(*ruleSet) { return func(rs *ruleSet) { rs.retryAmplification = n } }
+	skew := func(rs *ruleSet) { rs.keepSkew = true }
 	errFacts := traceFacts{known: ReasonError, hasError: true}
 	timeoutFacts := traceFacts{known: ReasonTimeout, hasTimeout: true}
 	errorTimeoutSpan := traceFacts{known: ReasonTimeout, hasError: true, hasTimeout: true}
@@ -192,6 +194,14 @@ func TestDecide(t *testing.T) {
 		{"slow beats slow for route", traceFacts{e2e: 2 * slow, slowForRoute: true}, rules(none), ReasonSlow},
 		{"slow for route", traceFacts{e2e: 300 * time.Millisecond, slowForRoute: true}, rules(none), ReasonSlowRoute},
 		{"adaptive off", traceFacts{e2e: 300 * time.Millisecond, slowForRoute: true}, rules(none, noAdaptive), ReasonNone},
+		{"repeated calls at the amplification", traceFacts{repeatedCalls: 27}, rules(none, retries(27)), ReasonRetries},
+		{"repeated calls below it", traceFacts{repeatedCalls: 26}, rules(none, retries(27)), ReasonNone},
+		{"amplification rule off", traceFacts{repeatedCalls: 1000}, rules(none), ReasonNone},
+		{"slow for route beats repeated calls", traceFacts{slowForRoute: true, repeatedCalls: 30}, rules(none, retries(27)), ReasonSlowRoute},
+		{"repeated calls beat skew", traceFacts{repeatedCalls: 30, skewed: true}, rules(none, retries(27), skew), ReasonRetries},
+		{"skewed host pair", traceFacts{skewed: true}, rules(none, skew), ReasonClockSkew},
+		{"skew rule off", traceFacts{skewed: true}, rules(none), ReasonNone},
+		{"skew beats baseline", traceFacts{skewed: true}, rules(all, skew), ReasonClockSkew},
 		{"slow beats baseline", traceFacts{e2e: 2 * slow}, rules(all), ReasonSlow},
 		{"baseline 1 keeps", traceFacts{}, rules(all), ReasonBaseline},
 		{"baseline 0 drops", traceFacts{}, rules(none), ReasonNone},

@@ -28,6 +28,9 @@ type traceChunk struct {
 
 	hasError, hasTimeout bool // see traceFacts
 
+	calls callCounts // for keep_retry_amplification
+	hosts hostSet    // for keep_clock_skew
+
 	// rootService and rootName name the trace's route (adaptive_slow) and
 	// the service whose rules apply; firstService stands in until the root
 	// arrives.
@@ -41,8 +44,12 @@ func newTraceChunk(id pcommon.TraceID) traceChunk {
 // addSpan folds one scanned span of the given service into the chunk's
 // summary. Zero timestamps are ignored: a span without a start time would
 // otherwise make its trace decades long, hence "slow".
-func (c *traceChunk) addSpan(span *otlpscan.Span, service string) {
+func (c *traceChunk) addSpan(span *otlpscan.Span, service string, host uint32) {
 	c.count++
+	c.hosts.add(host)
+	if span.Kind == kindClient || span.Kind == kindProducer {
+		c.calls.add(nameHash(span.Name), 1)
+	}
 	if st := pcommon.Timestamp(span.Start); st != 0 && st < c.minStart {
 		c.minStart = st
 	}
@@ -79,6 +86,10 @@ func (c *traceChunk) merge(o *traceChunk) {
 	c.hasRoot = c.hasRoot || o.hasRoot
 	c.hasError = c.hasError || o.hasError
 	c.hasTimeout = c.hasTimeout || o.hasTimeout
+	c.calls.merge(&o.calls)
+	for _, h := range o.hosts {
+		c.hosts.add(h)
+	}
 	if c.rootName == "" {
 		c.rootService, c.rootName = o.rootService, o.rootName
 	}
@@ -474,14 +485,19 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 // sketches and baseline buckets.
 func (s *shard) verdict(t *trace) Reason {
 	rs := s.p.rules.book.forService(t.service())
-	f := traceFacts{known: t.reason, hasError: t.hasError, hasTimeout: t.hasTimeout, e2e: t.endToEnd(), id: t.id}
+	f := traceFacts{known: t.reason, hasError: t.hasError, hasTimeout: t.hasTimeout, e2e: t.endToEnd(), id: t.id,
+		repeatedCalls: t.calls.max()}
+	if rs.keepSkew && s.p.analyzer != nil {
+		f.skewed = s.p.analyzer.crossesSkewedPair(&t.hosts)
+	}
 	// Every complete trace feeds its route's sketch, kept or not; a trace
 	// without its root has no route.
 	if rs.adaptive && t.rootName != "" {
 		f.slowForRoute, _ = s.routes.observe(routeKey{t.rootService, t.rootName}, f.e2e, s.now)
 	}
 	reason := decide(f, rs)
-	if reason == ReasonBaseline && !s.baseline.allow(t.service(), rs.baselinePerSecond, s.now) {
+	healthy := reason == ReasonBaseline || reason == ReasonRetries || reason == ReasonClockSkew
+	if healthy && !s.baseline.allow(t.service(), rs.baselinePerSecond, s.now) {
 		s.p.tel.baselineCapped.Add(context.Background(), 1)
 		return ReasonNone
 	}

@@ -85,6 +85,21 @@ func refServiceName(res pcommon.Resource) string {
 	return v.AsString()
 }
 
+// refHostName is how the store names a resource's host, except for arrays
+// and maps, which Scan does not use (see Resource.HostName).
+func refHostName(res pcommon.Resource) string {
+	for _, k := range []string{"host.name", "host.id", "k8s.pod.name"} {
+		v, ok := res.Attributes().Get(k)
+		if !ok || v.Type() == pcommon.ValueTypeMap || v.Type() == pcommon.ValueTypeSlice {
+			continue
+		}
+		if s := v.AsString(); s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
 // decodePdata decodes req the way the Collector's OTLP receiver does.
 func decodePdata(req []byte) (ptrace.Traces, error) {
 	er := ptraceotlp.NewExportRequest()
@@ -107,6 +122,7 @@ func checkAgainstPdata(t testing.TB, td ptrace.Traces, r *Request) {
 		res := r.Resources[i]
 		assert.Equal(t, rs.SchemaUrl(), string(res.SchemaURL), "resource %d schema url", i)
 		assert.Equal(t, refServiceName(rs.Resource()), string(res.ServiceName), "resource %d service name", i)
+		assert.Equal(t, refHostName(rs.Resource()), string(res.HostName), "resource %d host name", i)
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)

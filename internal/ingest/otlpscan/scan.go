@@ -58,6 +58,10 @@ type Resource struct {
 	// that); empty when absent, and also when the value is an array or a
 	// map, which pdata renders as JSON.
 	ServiceName []byte
+	// HostName names the host as the store does: the first host.name
+	// attribute, else host.id, else k8s.pod.name, rendered like ServiceName
+	// (an array or map value does not count); empty when none is set.
+	HostName []byte
 	// SchemaURL is the ResourceSpans' schema_url.
 	SchemaURL []byte
 }
@@ -162,7 +166,7 @@ func (r *Request) scanResourceSpans(b []byte, base int) *Error {
 	// no current ones, wherever they sit in the message, hence a first look.
 	hasScopeSpans := hasField(b, fieldScopeSpans)
 	var nRes, nScope, nDeprecated int
-	var foundService bool
+	var st resourceState
 	for i := 0; i < len(b); {
 		at := i
 		fl, next, f := readField(b, i)
@@ -187,7 +191,7 @@ func (r *Request) scanResourceSpans(b []byte, base int) *Error {
 				res.Raw = r.concat(res.Raw, raw)
 			}
 			nRes++
-			if err := r.scanResource(raw, base+fl.s, ri, &foundService); err != nil {
+			if err := r.scanResource(raw, base+fl.s, ri, &st); err != nil {
 				return err.in("resource", -1)
 			}
 		case fieldScopeSpans, fieldDeprecatedScopeSpans:
@@ -224,7 +228,28 @@ func (r *Request) concat(a, b []byte) []byte {
 	return r.scratch[start:len(r.scratch):len(r.scratch)]
 }
 
-func (r *Request) scanResource(b []byte, base, ri int, foundService *bool) *Error {
+// resourceState is what scanResource has found so far in a ResourceSpans
+// (whose resource field may repeat).
+type resourceState struct {
+	foundService bool
+	hostRank     int     // rank (hostKeyRank) of the attribute HostName came from; 0: none yet
+	hostSeen     [4]bool // by rank: only the first attribute of a key counts, as with pdata's Map.Get
+}
+
+// hostKeyRank ranks the attributes that name a host, best first.
+func hostKeyRank(key []byte) int {
+	switch string(key) {
+	case "host.name":
+		return 3
+	case "host.id":
+		return 2
+	case "k8s.pod.name":
+		return 1
+	}
+	return 0
+}
+
+func (r *Request) scanResource(b []byte, base, ri int, st *resourceState) *Error {
 	var nAttr, nRefs int
 	for i := 0; i < len(b); {
 		at := i
@@ -242,9 +267,16 @@ func (r *Request) scanResource(b []byte, base, ri int, foundService *bool) *Erro
 			if err := parseKeyValue(b[fl.s:fl.e], base+fl.s, 0, &kv); err != nil {
 				return err.in("attributes", nAttr)
 			}
-			if !*foundService && string(kv.key) == serviceNameKey {
-				*foundService = true
-				r.setServiceName(ri, &kv.val)
+			if !st.foundService && string(kv.key) == serviceNameKey {
+				st.foundService = true
+				r.Resources[ri].ServiceName = r.asString(&kv.val)
+			} else if rank := hostKeyRank(kv.key); rank > 0 && !st.hostSeen[rank] {
+				st.hostSeen[rank] = true
+				// Like the store, an empty value does not name the host.
+				if v := r.asString(&kv.val); len(v) > 0 && rank > st.hostRank {
+					st.hostRank = rank
+					r.Resources[ri].HostName = v
+				}
 			}
 			nAttr++
 		case 3:
@@ -257,19 +289,20 @@ func (r *Request) scanResource(b []byte, base, ri int, foundService *bool) *Erro
 	return nil
 }
 
-func (r *Request) setServiceName(ri int, v *anyValue) {
+// asString renders v as pdata's Value.AsString would, nil when that would be
+// JSON (arrays, maps).
+func (r *Request) asString(v *anyValue) []byte {
 	if v.typ == valStr {
-		r.Resources[ri].ServiceName = v.raw
-		return
+		return v.raw
 	}
 	start := len(r.scratch)
 	var ok bool
 	r.scratch, ok = appendAsString(r.scratch, v)
 	if !ok {
-		r.Resources[ri].ServiceName = nil
-		return
+		r.scratch = r.scratch[:start]
+		return nil
 	}
-	r.Resources[ri].ServiceName = r.scratch[start:len(r.scratch):len(r.scratch)]
+	return r.scratch[start:len(r.scratch):len(r.scratch)]
 }
 
 // validate checks the wire types of a message none of whose fields is a

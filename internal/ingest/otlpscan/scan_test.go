@@ -432,3 +432,30 @@ func TestParseKeyValueFastMatchesFields(t *testing.T) {
 	}
 	assert.Greater(t, decided, 15, "the fast path must take the common encodings")
 }
+
+func TestScanHostName(t *testing.T) {
+	for _, tc := range []struct {
+		attrs map[string]any
+		want  string
+	}{
+		{map[string]any{"host.name": "web-1", "host.id": "i-123", "k8s.pod.name": "pod"}, "web-1"},
+		{map[string]any{"host.id": "i-123", "k8s.pod.name": "pod"}, "i-123"},
+		{map[string]any{"k8s.pod.name": "pod"}, "pod"},
+		{map[string]any{"host.name": "", "k8s.pod.name": "pod"}, "pod"},
+		{map[string]any{"host.id": int64(42)}, "42"},
+		{map[string]any{"service.name": "svc"}, ""},
+	} {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		require.NoError(t, rs.Resource().Attributes().FromRaw(tc.attrs))
+		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetTraceID([16]byte{1})
+		sp.SetSpanID([8]byte{1})
+		b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+		require.NoError(t, err)
+		var r Request
+		require.NoError(t, Scan(b, &r))
+		assert.Equal(t, tc.want, string(r.Resources[0].HostName), "%v", tc.attrs)
+		assert.Equal(t, refHostName(rs.Resource()), tc.want)
+	}
+}
