@@ -93,4 +93,14 @@ func TestTraceTimesAdjustedForClockSkew(t *testing.T) {
 	assert.Equal(t, "query done", got.Logs[0].Body, "ordered by adjusted time")
 	assert.Equal(t, base+70*ms, got.Logs[0].AdjustedTimeUnixNano)
 	assert.Equal(t, base+70*ms+skew, got.Logs[0].TimeUnixNano)
+	assert.Equal(t, map[string]int64{"db-1": int64(skew)}, got.ClockOffsets, "the offsets used are in the response")
+
+	// Offsets stored with the trace (the estimate over many traces) win
+	// over the trace's own calls.
+	reader[id].ClockOffsets = map[string]int64{"db-1": int64(250 * ms)}
+	rec = httptest.NewRecorder()
+	NewHandler(reader, zap.NewNop()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces/"+id, nil))
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	assert.Equal(t, base+70*ms, got.Spans[2].AdjustedStartTimeUnixNano)
+	assert.Equal(t, map[string]int64{"db-1": int64(250 * ms)}, got.ClockOffsets)
 }

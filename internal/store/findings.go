@@ -62,3 +62,41 @@ func (w *Writer) WriteFindings(ctx context.Context, rows []FindingRow) error {
 	}
 	return nil
 }
+
+// ClockRow is the clock offset of one host of a kept trace: clock(Host) −
+// clock(the trace's reference host), as the skew estimator put it.
+type ClockRow struct {
+	TraceID      string
+	TimeUnixNano uint64 // the trace's start
+	Host         string
+	OffsetNanos  int64
+	Source       string // how the offset was found (estimate, propagated, trace)
+}
+
+type clockJSON struct {
+	TraceID   string   `json:"trace_id"`
+	Timestamp nanoTime `json:"timestamp"`
+	Host      string   `json:"host"`
+	OffsetNs  int64    `json:"offset_ns"`
+	Source    string   `json:"source"`
+}
+
+// WriteClockOffsets stores clock offsets in one insert.
+func (w *Writer) WriteClockOffsets(ctx context.Context, rows []ClockRow) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range rows {
+		r := &rows[i]
+		if err := enc.Encode(clockJSON{TraceID: r.TraceID, Timestamp: nanoTime(r.TimeUnixNano), Host: r.Host,
+			OffsetNs: r.OffsetNanos, Source: r.Source}); err != nil {
+			return fmt.Errorf("encoding clock offset %d: %w", i, err)
+		}
+	}
+	if err := w.conn.Insert(ctx, w.clock, buf.Bytes()); err != nil {
+		return fmt.Errorf("inserting %d clock offsets: %w", len(rows), err)
+	}
+	return nil
+}

@@ -10,6 +10,10 @@ type Trace struct {
 	Spans    []Span    `json:"spans"`
 	Logs     []Log     `json:"logs"`
 	Findings []Finding `json:"findings"`
+	// ClockOffsets are the hosts' clock offsets the adjusted times correct,
+	// in nanoseconds: clock(host) − clock(the root's host). Hosts without an
+	// offset are absent.
+	ClockOffsets map[string]int64 `json:"clockOffsets"`
 }
 
 // Status is a span's status.

@@ -47,7 +47,7 @@ type Reader struct {
 	conn Conn
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
-	window, spans, logs, findings, summary string
+	window, spans, logs, findings, summary, clock string
 }
 
 // NewReader returns a reader of database db over conn.
@@ -61,7 +61,7 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	return &Reader{conn: conn, cfg: cfg,
 		window: Query("trace_window", db), spans: Query("trace_spans", db),
 		logs: Query("trace_logs", db), findings: Query("trace_findings", db),
-		summary: Query("findings_summary", db)}
+		summary: Query("findings_summary", db), clock: Query("trace_clock", db)}
 }
 
 // GetTrace returns the trace's spans, logs and findings, or ErrNotFound.
@@ -85,7 +85,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	if !found {
 		return nil, ErrNotFound
 	}
-	t := &Trace{TraceID: traceID, Spans: []Span{}, Logs: []Log{}, Findings: []Finding{}}
+	t := &Trace{TraceID: traceID, Spans: []Span{}, Logs: []Log{}, Findings: []Finding{}, ClockOffsets: map[string]int64{}}
 	p := Params{"trace_id": traceID, "start_ns": win.StartNs, "end_ns": win.EndNs}
 	err = r.conn.Query(ctx, r.spans, p, func(b []byte) error {
 		var row spanRow
@@ -127,6 +127,20 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the findings of trace %s: %w", traceID, err)
+	}
+	err = r.conn.Query(ctx, r.clock, lp, func(b []byte) error {
+		var row struct {
+			Host     string `json:"host"`
+			OffsetNs int64  `json:"offset_ns"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		t.ClockOffsets[row.Host] = row.OffsetNs
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the clock offsets of trace %s: %w", traceID, err)
 	}
 	return t, nil
 }

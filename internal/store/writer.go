@@ -14,13 +14,13 @@ import (
 // Writer turns pdata into rows and inserts them, one insert per table per
 // call: callers batch (the sampler emits all the traces it kept in a pass).
 type Writer struct {
-	conn                  Conn
-	spans, logs, findings string // the tables, qualified with the database
+	conn                         Conn
+	spans, logs, findings, clock string // the tables, qualified with the database
 }
 
 // NewWriter returns a writer into database db over conn.
 func NewWriter(conn Conn, db string) *Writer {
-	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings"}
+	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings", clock: db + ".trace_clock"}
 }
 
 // WriteStats says what a write did with its input.

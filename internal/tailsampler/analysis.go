@@ -76,9 +76,17 @@ func (c *AnalyzeConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// FindingsWriter stores findings; *store.Writer is one.
+// FindingsWriter stores findings and the clock offsets of kept traces;
+// *store.Writer is one.
 type FindingsWriter interface {
 	WriteFindings(ctx context.Context, rows []store.FindingRow) error
+	WriteClockOffsets(ctx context.Context, rows []store.ClockRow) error
+}
+
+// analysisBatch is what one decision pass's kept traces gave to store.
+type analysisBatch struct {
+	findings []store.FindingRow
+	clocks   []store.ClockRow
 }
 
 // analyzer runs the analyzers for every shard and hands the findings to a
@@ -97,7 +105,7 @@ type analyzer struct {
 	threshold time.Duration
 
 	writer  FindingsWriter // nil: findings are only counted
-	queue   chan []store.FindingRow
+	queue   chan analysisBatch
 	done    chan struct{}
 	dropped sync.Once // the first dropped batch is logged
 }
@@ -135,7 +143,7 @@ func (a *analyzer) start(host component.Host, id component.ID) error {
 	if a.writer == nil {
 		return nil
 	}
-	a.queue = make(chan []store.FindingRow, findingsQueue)
+	a.queue = make(chan analysisBatch, findingsQueue)
 	a.done = make(chan struct{})
 	go a.write()
 	return nil
@@ -158,32 +166,36 @@ const findingsFlush = time.Second
 // when 10000 are waiting.
 func (a *analyzer) write() {
 	defer close(a.done)
-	var batch []store.FindingRow
+	var batch analysisBatch
 	tick := time.NewTicker(findingsFlush)
 	defer tick.Stop()
 	flush := func() {
-		if len(batch) == 0 {
+		if len(batch.findings)+len(batch.clocks) == 0 {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := a.writer.WriteFindings(ctx, batch)
+		err := a.writer.WriteFindings(ctx, batch.findings)
+		if err == nil {
+			err = a.writer.WriteClockOffsets(ctx, batch.clocks)
+		}
 		cancel()
 		if err != nil {
-			a.tel.findingsDropped.Add(context.Background(), int64(len(batch)))
-			a.logger.Error("Writing findings failed; they are lost (tracesift_sampler_findings_dropped)",
-				zap.Int("findings", len(batch)), zap.Error(err))
+			a.tel.findingsDropped.Add(context.Background(), int64(len(batch.findings)))
+			a.logger.Error("Writing findings and clock offsets failed; they are lost (tracesift_sampler_findings_dropped)",
+				zap.Int("findings", len(batch.findings)), zap.Int("clock_offsets", len(batch.clocks)), zap.Error(err))
 		}
-		batch = batch[:0]
+		batch.findings, batch.clocks = batch.findings[:0], batch.clocks[:0]
 	}
 	for {
 		select {
-		case rows, ok := <-a.queue:
+		case b, ok := <-a.queue:
 			if !ok {
 				flush()
 				return
 			}
-			batch = append(batch, rows...)
-			if len(batch) >= 10000 {
+			batch.findings = append(batch.findings, b.findings...)
+			batch.clocks = append(batch.clocks, b.clocks...)
+			if len(batch.findings)+len(batch.clocks) >= 10000 {
 				flush()
 			}
 		case <-tick.C:
@@ -198,10 +210,20 @@ func (a *analyzer) write() {
 func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool, now time.Time) {
 	traces := tracesOf(td, whole)
 	var rows []store.FindingRow
+	var clocks []store.ClockRow
 	for _, t := range traces {
 		obs := clockskew.PairOffsets(&t.Trace)
 		a.skew.Observe(now, obs)
 		a.refreshSkewed(now)
+		if len(obs) > 0 {
+			// Offsets the query API corrects this trace's times by.
+			for _, h := range a.skew.Adjust(&t.Trace).Hosts {
+				if h.Offset != 0 {
+					clocks = append(clocks, store.ClockRow{TraceID: t.TraceID, TimeUnixNano: t.start, Host: h.Host,
+						OffsetNanos: int64(h.Offset), Source: h.Source.String()})
+				}
+			}
+		}
 		findings := analyze.Analyze(&t.Trace, a.opts)
 		findings = append(findings, a.skew.Findings(&t.Trace, obs)...)
 		for _, f := range findings {
@@ -212,11 +234,11 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 			})
 		}
 	}
-	if len(rows) == 0 || a.queue == nil {
+	if len(rows)+len(clocks) == 0 || a.queue == nil {
 		return
 	}
 	select {
-	case a.queue <- rows:
+	case a.queue <- analysisBatch{findings: rows, clocks: clocks}:
 	default:
 		a.tel.findingsDropped.Add(context.Background(), int64(len(rows)))
 		a.dropped.Do(func() {

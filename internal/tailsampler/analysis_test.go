@@ -22,8 +22,16 @@ import (
 )
 
 type findingsSink struct {
-	mu   sync.Mutex
-	rows []store.FindingRow
+	mu     sync.Mutex
+	rows   []store.FindingRow
+	clocks []store.ClockRow
+}
+
+func (f *findingsSink) WriteClockOffsets(_ context.Context, rows []store.ClockRow) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.clocks = append(f.clocks, rows...)
+	return nil
 }
 
 func (f *findingsSink) WriteFindings(_ context.Context, rows []store.FindingRow) error {
@@ -87,7 +95,7 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	sink := &findingsSink{}
 	// Before any trace: the writer goroutine was started without a store.
 	h.p.analyzer.writer = sink
-	h.p.analyzer.queue = make(chan []store.FindingRow, findingsQueue)
+	h.p.analyzer.queue = make(chan analysisBatch, findingsQueue)
 	h.p.analyzer.done = make(chan struct{})
 	go h.p.analyzer.write()
 
@@ -129,6 +137,18 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	assert.InDelta(t, 300, skew[0].Value, 1)
 	assert.Equal(t, "web-1 → pay-1", skew[0].Subject)
 	assert.EqualValues(t, 6, h.counter("tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
+
+	// Every trace crossing the pair stored pay-1's offset for the query API:
+	// the trace's own calls at first, the estimate once it has its samples.
+	byTraceClock := map[string]store.ClockRow{}
+	for _, c := range sink.clocks {
+		assert.Equal(t, "pay-1", c.Host)
+		byTraceClock[c.TraceID] = c
+	}
+	require.Len(t, byTraceClock, 6)
+	c6 := byTraceClock[hex.EncodeToString(last[:])]
+	assert.InDelta(t, float64(300*time.Millisecond), float64(c6.OffsetNanos), float64(time.Millisecond))
+	assert.Equal(t, "estimate", c6.Source)
 }
 
 func TestAnalyzeStoreMustBeAStoreExtension(t *testing.T) {

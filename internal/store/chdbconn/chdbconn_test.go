@@ -215,9 +215,12 @@ func TestFindingsStoredAndAggregated(t *testing.T) {
 	rows = append(rows, store.FindingRow{TraceID: traceID(0x77).String(), TimeUnixNano: uint64(base.UnixNano()),
 		Kind: "clock_skew", Service: "payments", Subject: "web-1 → pay-1", Value: math.NaN(), Summary: "odd value"})
 	require.NoError(t, w.WriteFindings(ctx, rows))
+	require.NoError(t, w.WriteClockOffsets(ctx, []store.ClockRow{{TraceID: traceID(0x77).String(),
+		TimeUnixNano: uint64(base.UnixNano()), Host: "pay-1", OffsetNanos: -240_000_000, Source: "estimate"}}))
 
 	got, err := r.GetTrace(ctx, traceID(0x77).String())
 	require.NoError(t, err)
+	assert.Equal(t, map[string]int64{"pay-1": -240_000_000}, got.ClockOffsets)
 	require.Len(t, got.Findings, 2)
 	assert.Equal(t, store.Finding{Kind: "clock_skew", SpanIDs: []string{}, Service: "payments", Subject: "web-1 → pay-1",
 		Value: 0, Summary: "odd value"}, got.Findings[0], "NaN stored as 0, not failing the batch")
