@@ -35,16 +35,9 @@ type findingJSON struct {
 	Summary   string   `json:"summary"`
 }
 
-// WriteFindings stores findings in one insert. Findings are few (a handful
-// per kept trace), so encoding/json serves.
+// WriteFindings stores findings in one insert.
 func (w *Writer) WriteFindings(ctx context.Context, rows []FindingRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for i := range rows {
-		r := &rows[i]
+	return insertRows(ctx, w.conn, w.findings, "findings", rows, func(r *FindingRow) any {
 		row := findingJSON{TraceID: r.TraceID, Timestamp: nanoTime(r.TimeUnixNano), Kind: r.Kind, Service: r.Service,
 			Subject: r.Subject, SpanIDs: r.SpanIDs, Value: r.Value, Summary: r.Summary}
 		if math.IsNaN(row.Value) || math.IsInf(row.Value, 0) {
@@ -53,12 +46,26 @@ func (w *Writer) WriteFindings(ctx context.Context, rows []FindingRow) error {
 		if row.SpanIDs == nil {
 			row.SpanIDs = []string{}
 		}
-		if err := enc.Encode(&row); err != nil {
-			return fmt.Errorf("encoding finding %d: %w", i, err)
+		return &row
+	})
+}
+
+// insertRows inserts rows, each turned by toJSON into a value encoding/json
+// writes as one JSONEachRow line. For the analyzers' small tables (a handful
+// of rows per kept trace) encoding/json serves.
+func insertRows[T any](ctx context.Context, conn Conn, table, what string, rows []T, toJSON func(*T) any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	for i := range rows {
+		if err := enc.Encode(toJSON(&rows[i])); err != nil {
+			return fmt.Errorf("encoding %s row %d: %w", what, i, err)
 		}
 	}
-	if err := w.conn.Insert(ctx, w.findings, buf.Bytes()); err != nil {
-		return fmt.Errorf("inserting %d findings: %w", len(rows), err)
+	if err := conn.Insert(ctx, table, buf.Bytes()); err != nil {
+		return fmt.Errorf("inserting %d %s: %w", len(rows), what, err)
 	}
 	return nil
 }
@@ -83,20 +90,8 @@ type clockJSON struct {
 
 // WriteClockOffsets stores clock offsets in one insert.
 func (w *Writer) WriteClockOffsets(ctx context.Context, rows []ClockRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	for i := range rows {
-		r := &rows[i]
-		if err := enc.Encode(clockJSON{TraceID: r.TraceID, Timestamp: nanoTime(r.TimeUnixNano), Host: r.Host,
-			OffsetNs: r.OffsetNanos, Source: r.Source}); err != nil {
-			return fmt.Errorf("encoding clock offset %d: %w", i, err)
-		}
-	}
-	if err := w.conn.Insert(ctx, w.clock, buf.Bytes()); err != nil {
-		return fmt.Errorf("inserting %d clock offsets: %w", len(rows), err)
-	}
-	return nil
+	return insertRows(ctx, w.conn, w.clock, "clock offsets", rows, func(r *ClockRow) any {
+		return &clockJSON{TraceID: r.TraceID, Timestamp: nanoTime(r.TimeUnixNano), Host: r.Host,
+			OffsetNs: r.OffsetNanos, Source: r.Source}
+	})
 }
