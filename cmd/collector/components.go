@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/filelogreceiver"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
@@ -38,7 +39,8 @@ var defaultConfig []byte
 func components() (otelcol.Factories, error) {
 	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
-	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpraw.NewFactory(newRawSampler), otlpreceiver.NewFactory()); err != nil {
+	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpraw.NewFactory(newRawSampler), otlpreceiver.NewFactory(),
+		filelogreceiver.NewFactory()); err != nil {
 		return f, err
 	}
 	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](tailsampler.NewFactory(), ingest.NewLogsProcessorFactory()); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,10 +14,11 @@ import (
 // the one shipped for the server deployment both have to be valid.
 func TestShippedConfigsAreValid(t *testing.T) {
 	t.Setenv("TRACESIFT_CLICKHOUSE_DSN", "clickhouse://default:@localhost:9000")
-	for _, uri := range []string{defaultConfigURI, "file:../../deploy/collector.yaml"} {
-		t.Run(uri, func(t *testing.T) {
+	for _, uris := range [][]string{{defaultConfigURI}, {"file:../../deploy/collector.yaml"},
+		{defaultConfigURI, "file:../../deploy/examples/filelog.yaml"}} {
+		t.Run(strings.Join(uris, "+"), func(t *testing.T) {
 			set := collectorSettings("test")
-			set.ConfigProviderSettings = providerSettings(uri)
+			set.ConfigProviderSettings = providerSettings(uris...)
 			col, err := otelcol.NewCollector(set)
 			require.NoError(t, err)
 			require.NoError(t, col.DryRun(context.Background()))

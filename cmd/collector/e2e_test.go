@@ -65,6 +65,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 type endpoints struct {
 	grpc, http, query, metrics, health string
+	logDir                             string // tailed by the filelog receiver
 }
 
 func startCollector(t *testing.T) endpoints {
@@ -77,6 +78,8 @@ func startCollector(t *testing.T) endpoints {
 		health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 	}
 	dir := t.TempDir()
+	ep.logDir = filepath.Join(dir, "logs")
+	require.NoError(t, os.MkdirAll(ep.logDir, 0o755))
 	cfg := fmt.Sprintf(`
 extensions:
   tracesift_store:
@@ -91,6 +94,11 @@ receivers:
       grpc: {endpoint: %s, max_recv_msg_size_mib: 1}
       http: {endpoint: %s, max_request_body_size: 1048576}
     sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store}}
+  filelog:
+    include: [%q]
+    start_at: beginning
+    poll_interval: 20ms
+    resource: {service.name: checkout-files}
 processors:
   tracesift_logs: {}
 exporters:
@@ -100,12 +108,13 @@ service:
   pipelines:
     traces: {receivers: [tracesift_otlp], exporters: [tracesift]}
     logs: {receivers: [tracesift_otlp], processors: [tracesift_logs], exporters: [tracesift]}
+    logs/files: {receivers: [filelog], processors: [tracesift_logs], exporters: [tracesift]}
   telemetry:
     logs: {level: warn}
     metrics:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %s}}}
-`, filepath.Join(dir, "data"), ep.query, ep.health, ep.grpc, ep.http, ep.metrics)
+`, filepath.Join(dir, "data"), ep.query, ep.health, ep.grpc, ep.http, filepath.Join(ep.logDir, "*.log"), ep.metrics)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 
@@ -315,6 +324,29 @@ func TestEndToEnd(t *testing.T) {
 			assert.Equal(t, "payments", l.Service)
 			assert.Equal(t, "ERROR", l.SeverityText)
 		}
+	})
+
+	t.Run("log file tailed by the filelog receiver", func(t *testing.T) {
+		spanHex := child.SpanContext().SpanID().String()
+		line := fmt.Sprintf("2026-11-30 10:00:00.456 [exec-2] WARN c.e.Checkout [traceId=%s spanId=%s] - from the log file\n",
+			errorID, spanHex)
+		require.NoError(t, os.WriteFile(filepath.Join(ep.logDir, "checkout.log"), []byte(line), 0o600))
+		var found *store.Log
+		eventually(t, "the file's line on the trace", func() bool {
+			code, tr := getTrace(t, ep, errorID)
+			if code != http.StatusOK {
+				return false
+			}
+			for i, l := range tr.Logs {
+				if strings.Contains(l.Body, "from the log file") {
+					found = &tr.Logs[i]
+					return true
+				}
+			}
+			return false
+		})
+		assert.Equal(t, "checkout-files", found.Service)
+		assert.Equal(t, spanHex, found.SpanID)
 	})
 
 	t.Run("OTLP/JSON over HTTP", func(t *testing.T) {
