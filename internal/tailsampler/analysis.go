@@ -215,17 +215,23 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 		obs := clockskew.PairOffsets(&t.Trace)
 		a.skew.Observe(now, obs)
 		a.refreshSkewed(now)
+		findings := a.skew.Findings(&t.Trace, obs)
 		if len(obs) > 0 {
+			adj := a.skew.Adjust(&t.Trace)
 			// Offsets the query API corrects this trace's times by.
-			for _, h := range a.skew.Adjust(&t.Trace).Hosts {
+			for _, h := range adj.Hosts {
 				if h.Offset != 0 {
 					clocks = append(clocks, store.ClockRow{TraceID: t.TraceID, TimeUnixNano: t.start, Host: h.Host,
 						OffsetNanos: int64(h.Offset), Source: h.Source.String()})
 				}
 			}
+			// The other analyzers judge timing across hosts on the
+			// corrected clocks (this copy only; stored times stay raw).
+			for i := range t.Spans {
+				t.Spans[i].StartUnixNano, t.Spans[i].EndUnixNano = adj.Spans[i].Start, adj.Spans[i].End
+			}
 		}
-		findings := analyze.Analyze(&t.Trace, a.opts)
-		findings = append(findings, a.skew.Findings(&t.Trace, obs)...)
+		findings = append(analyze.Analyze(&t.Trace, a.opts), findings...)
 		for _, f := range findings {
 			a.tel.findingsCount.Add(context.Background(), 1, a.tel.findingKind(f.Kind))
 			rows = append(rows, store.FindingRow{

@@ -129,6 +129,9 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	assert.Equal(t, "payments", one[analyze.KindErrorOrigin][0].Service)
 	assert.Empty(t, one[analyze.KindBrokenPropagation], "the late span was not analyzed as a trace of its own")
 	assert.Empty(t, one[analyze.KindClockSkew], "one trace does not make an estimate")
+	require.Len(t, one[analyze.KindSlowestHop], 1)
+	assert.Contains(t, one[analyze.KindSlowestHop][0].Summary, "(25% of the trace)",
+		"timing judged on corrected clocks: 100 ms of a 400 ms trace, not of the 700 ms the skewed clock suggests")
 
 	// From the fifth trace on, the host pair's estimate has its samples.
 	last := tid(6)
