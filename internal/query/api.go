@@ -19,6 +19,7 @@ import (
 type TraceReader interface {
 	GetTrace(ctx context.Context, traceID string) (*store.Trace, error)
 	GetFindingSummaries(ctx context.Context, f store.FindingsFilter) ([]store.FindingSummary, error)
+	SearchLogs(ctx context.Context, f store.LogsFilter) ([]store.SearchLog, error)
 }
 
 // NewHandler returns the API's routes over r.
@@ -27,6 +28,7 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/traces/{traceId}", a.getTrace)
 	mux.HandleFunc("GET /api/v1/findings", a.getFindings)
+	mux.HandleFunc("GET /api/v1/logs", a.getLogs)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -18,8 +18,21 @@ import (
 
 type fakeReader map[string]*store.Trace
 
-// lastFilter is what the last GetFindingSummaries call was given.
-var lastFilter store.FindingsFilter
+// lastFilter is what the last GetFindingSummaries call was given, and
+// lastLogs the last SearchLogs.
+var (
+	lastFilter store.FindingsFilter
+	lastLogs   store.LogsFilter
+)
+
+func (f fakeReader) SearchLogs(_ context.Context, lf store.LogsFilter) ([]store.SearchLog, error) {
+	lastLogs = lf
+	if lf.Service == "fail" {
+		return nil, errors.New("connection refused")
+	}
+	return []store.SearchLog{{Log: store.Log{Body: "card declined", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+		Attributes: map[string]string{}, Resource: map[string]string{}}, Kept: true}}, nil
+}
 
 func (f fakeReader) GetFindingSummaries(_ context.Context, ff store.FindingsFilter) ([]store.FindingSummary, error) {
 	lastFilter = ff

@@ -3,6 +3,7 @@ package query
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -26,31 +27,15 @@ const (
 func (a *api) getFindings(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	now := time.Now()
-	f := store.FindingsFilter{Kind: q.Get("kind"), Service: q.Get("service"), Limit: defaultFindingsLimit}
+	f := store.FindingsFilter{Kind: q.Get("kind"), Service: q.Get("service")}
 	if len(f.Kind) > maxParamLen || len(f.Service) > maxParamLen {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("`kind` and `service` are at most %d bytes", maxParamLen))
 		return
 	}
-	var err error
-	if f.End, err = timeParam(q.Get("end"), now); err != nil {
-		writeError(w, http.StatusBadRequest, "`end`: "+err.Error())
+	var msg string
+	if f.Start, f.End, f.Limit, msg = window(q, now, defaultFindingsRange, defaultFindingsLimit, maxFindingsLimit); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
 		return
-	}
-	if f.Start, err = timeParam(q.Get("start"), time.Unix(0, f.End).Add(-defaultFindingsRange)); err != nil {
-		writeError(w, http.StatusBadRequest, "`start`: "+err.Error())
-		return
-	}
-	if f.Start > f.End {
-		writeError(w, http.StatusBadRequest, "`start` is after `end`")
-		return
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > maxFindingsLimit {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("`limit`: want a number from 1 to %d", maxFindingsLimit))
-			return
-		}
-		f.Limit = n
 	}
 	sums, err := a.reader.GetFindingSummaries(r.Context(), f)
 	if err != nil {
@@ -63,6 +48,31 @@ func (a *api) getFindings(w http.ResponseWriter, r *http.Request) {
 		End      int64                  `json:"end,string"`
 		Findings []store.FindingSummary `json:"findings"`
 	}{f.Start, f.End, sums})
+}
+
+// window reads the `start`, `end` and `limit` parameters shared by the
+// searches: end defaults to now, start to end − span, limit to def (at most
+// max). msg is the 400 message when one is invalid.
+func window(q url.Values, now time.Time, span time.Duration, def, max int) (start, end int64, limit int, msg string) {
+	var err error
+	if end, err = timeParam(q.Get("end"), now); err != nil {
+		return 0, 0, 0, "`end`: " + err.Error()
+	}
+	if start, err = timeParam(q.Get("start"), time.Unix(0, end).Add(-span)); err != nil {
+		return 0, 0, 0, "`start`: " + err.Error()
+	}
+	if start > end {
+		return 0, 0, 0, "`start` is after `end`"
+	}
+	limit = def
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > max {
+			return 0, 0, 0, fmt.Sprintf("`limit`: want a number from 1 to %d", max)
+		}
+		limit = n
+	}
+	return start, end, limit, ""
 }
 
 // timeParam reads a time given as Unix nanoseconds or RFC 3339; empty gives

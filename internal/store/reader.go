@@ -47,7 +47,7 @@ type Reader struct {
 	conn Conn
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
-	window, spans, logs, findings, summary, clock string
+	window, spans, logs, findings, summary, clock, logSearch string
 }
 
 // NewReader returns a reader of database db over conn.
@@ -61,7 +61,8 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	return &Reader{conn: conn, cfg: cfg,
 		window: Query("trace_window", db), spans: Query("trace_spans", db),
 		logs: Query("trace_logs", db), findings: Query("trace_findings", db),
-		summary: Query("findings_summary", db), clock: Query("trace_clock", db)}
+		summary: Query("findings_summary", db), clock: Query("trace_clock", db),
+		logSearch: Query("logs_search", db)}
 }
 
 // GetTrace returns the trace's spans, logs and findings, or ErrNotFound.

@@ -61,6 +61,9 @@ func TestQueriesSnapshot(t *testing.T) {
 		assert.NotContains(t, q, "${db}")
 	}
 	assert.Contains(t, Query("trace_spans", "tsdb"), "fromUnixTimestamp64Nano({start_ns:Int64})", "span reads are bounded by the trace's window")
+	search := Query("logs_search", "tsdb")
+	assert.Equal(t, 1, strings.Count(search, "${words}"), "one slot for the word conditions")
+	assert.Contains(t, search, "fromUnixTimestamp64Nano({start_ns:Int64})", "searches are bounded by time")
 }
 
 func TestNanosText(t *testing.T) {
@@ -75,4 +78,10 @@ func TestValidTraceID(t *testing.T) {
 	assert.False(t, ValidTraceID("00000000000000000000000000000000"))
 	assert.False(t, ValidTraceID("4bf92f3577b34da6"))
 	assert.False(t, ValidTraceID("4bf92f3577b34da6a3ce929d0e0e473'"))
+}
+
+func TestSearchWords(t *testing.T) {
+	assert.Equal(t, []string{"card", "declined", "again", "x9", "über", "fail", "traceid", "4bf92f35"},
+		SearchWords("Card DECLINED, again! a x9 über-fail traceId=4bf92f35"))
+	assert.Equal(t, []string{"or"}, SearchWords(" ,;' OR 1=1 -- "), "separators and one-character words dropped: SQL stays text")
 }

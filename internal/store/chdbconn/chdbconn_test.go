@@ -248,3 +248,86 @@ func TestFindingsStoredAndAggregated(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, none, "a filter value is a value, never SQL")
 }
+
+func TestSearchLogs(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{LogWindow: time.Minute})
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+	// Trace 0x91 is stored (kept), 0x92 is not.
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	rs.Resource().Attributes().PutStr("service.name", "payments")
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetTraceID(traceID(0x91))
+	sp.SetSpanID(spanID(1))
+	sp.SetStartTimestamp(pcommon.NewTimestampFromTime(base))
+	sp.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Second)))
+	_, err := w.WriteTraces(ctx, td)
+	require.NoError(t, err)
+
+	ld := plog.NewLogs()
+	add := func(service, sev, body string, at time.Duration, trace byte) {
+		rl := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().Attributes().PutStr("service.name", service)
+		lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(at)))
+		lr.SetSeverityText(sev)
+		lr.Body().SetStr(body)
+		if trace != 0 {
+			lr.SetTraceID(traceID(trace))
+		}
+	}
+	add("payments", "ERROR", "Card declined by acquirer: insufficient funds", 1*time.Second, 0x91)
+	add("payments", "INFO", "card accepted", 2*time.Second, 0x92)
+	add("checkout", "WARN", "Retrying card payment after timeout", 3*time.Second, 0)
+	add("checkout", "INFO", "cart rendered in 12ms", 4*time.Second, 0)
+	add("payments", "ERROR", "card declined again", time.Hour, 0x91) // outside the window below
+	_, err = w.WriteLogs(ctx, ld)
+	require.NoError(t, err)
+
+	search := func(f store.LogsFilter) []string {
+		t.Helper()
+		if f.Start == 0 {
+			f.Start, f.End = base.UnixNano(), base.Add(time.Minute).UnixNano()
+		}
+		if f.Limit == 0 {
+			f.Limit = 100
+		}
+		got, err := r.SearchLogs(ctx, f)
+		require.NoError(t, err)
+		var bodies []string
+		for _, l := range got {
+			bodies = append(bodies, l.Body)
+		}
+		return bodies
+	}
+	assert.Equal(t, []string{"Retrying card payment after timeout", "card accepted", "Card declined by acquirer: insufficient funds"},
+		search(store.LogsFilter{Words: store.SearchWords("CARD")}), "whole words, any case, newest first")
+	assert.Equal(t, []string{"Card declined by acquirer: insufficient funds"},
+		search(store.LogsFilter{Words: store.SearchWords("card declined")}), "every word must appear")
+	assert.Empty(t, search(store.LogsFilter{Words: store.SearchWords("decline")}), "tokens, not substrings")
+	assert.Equal(t, []string{"card accepted", "Card declined by acquirer: insufficient funds"},
+		search(store.LogsFilter{Service: "payments"}))
+	assert.Equal(t, []string{"Card declined by acquirer: insufficient funds"}, search(store.LogsFilter{Severity: "error"}))
+	assert.Equal(t, []string{"card accepted"}, search(store.LogsFilter{TraceID: traceID(0x92).String()}))
+	assert.Equal(t, []string{"cart rendered in 12ms"}, search(store.LogsFilter{Limit: 1}))
+	assert.Empty(t, search(store.LogsFilter{Service: "x' OR 1=1 --", Words: []string{"card"}}), "values are values, never SQL")
+
+	got, err := r.SearchLogs(ctx, store.LogsFilter{TraceID: traceID(0x91).String(), Start: base.UnixNano(),
+		End: base.Add(2 * time.Hour).UnixNano(), Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.True(t, got[0].Kept, "its trace is stored")
+	assert.Equal(t, "card declined again", got[0].Body)
+	notKept, err := r.SearchLogs(ctx, store.LogsFilter{TraceID: traceID(0x92).String(), Start: base.UnixNano(),
+		End: base.Add(time.Minute).UnixNano(), Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, notKept, 1)
+	assert.False(t, notKept[0].Kept)
+
+	_, err = r.SearchLogs(ctx, store.LogsFilter{Words: make([]string, store.MaxSearchWords+1), Limit: 1})
+	assert.Error(t, err)
+}

@@ -1,0 +1,60 @@
+package query
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// Defaults and bounds of GET /api/v1/logs.
+const (
+	defaultLogsRange = time.Hour
+	defaultLogsLimit = 100
+	maxLogsLimit     = 1000
+	maxQueryLen      = 1024
+)
+
+// getLogs serves GET /api/v1/logs?q=&service=&severity=&traceId=&start=&end=&limit=:
+// log lines whose body has every word of q (whole words, any case), newest
+// first, each with its traceId and whether that trace is stored. Bounded by
+// time: the last hour unless start/end say otherwise.
+func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.LogsFilter{Service: q.Get("service"), Severity: q.Get("severity"), TraceID: q.Get("traceId")}
+	text := q.Get("q")
+	switch {
+	case len(text) > maxQueryLen:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("`q` is at most %d bytes", maxQueryLen))
+		return
+	case len(f.Service) > maxParamLen || len(f.Severity) > maxParamLen:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("`service` and `severity` are at most %d bytes", maxParamLen))
+		return
+	case f.TraceID != "" && !store.ValidTraceID(f.TraceID):
+		writeError(w, http.StatusBadRequest, "`traceId`: want 32 lowercase hex characters, not all zero")
+		return
+	}
+	if f.Words = store.SearchWords(text); len(f.Words) > store.MaxSearchWords {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("`q` has %d words; at most %d", len(f.Words), store.MaxSearchWords))
+		return
+	}
+	var msg string
+	if f.Start, f.End, f.Limit, msg = window(q, time.Now(), defaultLogsRange, defaultLogsLimit, maxLogsLimit); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	logs, err := a.reader.SearchLogs(r.Context(), f)
+	if err != nil {
+		a.logger.Error("searching logs failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, "searching logs failed; see the server log")
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Start int64             `json:"start,string"`
+		End   int64             `json:"end,string"`
+		Logs  []store.SearchLog `json:"logs"`
+	}{f.Start, f.End, logs})
+}

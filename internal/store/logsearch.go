@@ -1,0 +1,76 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// LogsFilter selects the logs SearchLogs returns. Empty fields match all;
+// Start and End (Unix nanoseconds) are inclusive.
+type LogsFilter struct {
+	// Words must all appear in the body as whole tokens, case-insensitively
+	// (see SearchWords).
+	Words                      []string
+	Service, Severity, TraceID string
+	Start, End                 int64
+	Limit                      int
+}
+
+// MaxSearchWords bounds the words of one search.
+const MaxSearchWords = 8
+
+// SearchWords splits a query into the tokens ClickHouse's token index knows:
+// runs of ASCII letters and digits, and of bytes beyond ASCII, lowercased;
+// everything else separates. A word shorter than two characters matches
+// too much to be worth a condition and is skipped.
+func SearchWords(q string) []string {
+	var words []string
+	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(r rune) bool {
+		return r < 0x80 && !('a' <= r && r <= 'z' || '0' <= r && r <= '9')
+	}) {
+		if len(w) >= 2 {
+			words = append(words, w)
+		}
+	}
+	return words
+}
+
+// SearchLog is a log line found by a search: the API's log, with whether its
+// trace is stored.
+type SearchLog struct {
+	Log
+	Kept bool `json:"kept"`
+}
+
+// SearchLogs returns the logs matching f, newest first, in a stable order.
+func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]SearchLog, error) {
+	if len(f.Words) > MaxSearchWords {
+		return nil, fmt.Errorf("at most %d search words, got %d", MaxSearchWords, len(f.Words))
+	}
+	p := Params{"start_ns": f.Start, "end_ns": f.End, "service": f.Service, "severity": f.Severity,
+		"trace_id": f.TraceID, "limit": int64(f.Limit)}
+	var cond strings.Builder
+	for i, w := range f.Words {
+		name := fmt.Sprintf("w%d", i)
+		fmt.Fprintf(&cond, "AND hasToken(lower(logs.body), {%s:String}) ", name)
+		p[name] = w
+	}
+	out := []SearchLog{}
+	err := r.conn.Query(ctx, strings.ReplaceAll(r.logSearch, "${words}", cond.String()), p, func(b []byte) error {
+		var row struct {
+			logRow
+			Kept uint8 `json:"kept"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		out = append(out, SearchLog{Log: row.log(), Kept: row.Kept == 1})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("searching logs: %w", err)
+	}
+	return out, nil
+}
