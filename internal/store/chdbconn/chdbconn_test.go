@@ -2,6 +2,7 @@ package chdbconn
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -330,4 +331,36 @@ func TestSearchLogs(t *testing.T) {
 
 	_, err = r.SearchLogs(ctx, store.LogsFilter{Words: make([]string, store.MaxSearchWords+1), Limit: 1})
 	assert.Error(t, err)
+}
+
+func TestRetention(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	ttl := func(table string) string {
+		var out string
+		require.NoError(t, conn.Query(ctx, "SELECT engine_full FROM system.tables WHERE database = {db:String} AND name = {t:String}",
+			store.Params{"db": db, "t": table}, func(b []byte) error {
+				var row struct {
+					Engine string `json:"engine_full"`
+				}
+				err := json.Unmarshal(b, &row)
+				out = row.Engine
+				return err
+			}))
+		return out
+	}
+	r := store.Retention{Traces: 7 * 24 * time.Hour, Logs: 36 * time.Hour}
+	require.NoError(t, store.ApplyRetention(ctx, conn, db, r))
+	require.NoError(t, store.ApplyRetention(ctx, conn, db, r), "idempotent")
+	assert.Contains(t, ttl("spans"), "TTL toDateTime(timestamp) + toIntervalSecond(604800)")
+	assert.Contains(t, ttl("spans"), "ttl_only_drop_parts = 1")
+	assert.Contains(t, ttl("trace_index"), "TTL toDateTime(end) + toIntervalSecond(604800)")
+	assert.Contains(t, ttl("logs"), "TTL toDateTime(timestamp) + toIntervalSecond(129600)")
+	assert.Contains(t, ttl("findings"), "toIntervalSecond(604800)")
+
+	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{}), "0 keeps forever")
+	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{}), "also when there is no TTL to remove")
+	assert.NotContains(t, ttl("spans"), "TTL")
+	assert.NotContains(t, ttl("logs"), "TTL")
+	assert.Error(t, store.ApplyRetention(ctx, conn, db, store.Retention{Logs: -time.Hour}))
 }

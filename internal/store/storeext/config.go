@@ -28,6 +28,20 @@ type Config struct {
 	LogWindow time.Duration `mapstructure:"log_window"`
 	// MaxLogsPerTrace caps the logs returned with one trace. Default: 10000.
 	MaxLogsPerTrace int `mapstructure:"max_logs_per_trace"`
+	// Retention is how long data is kept, applied as table TTLs at every
+	// start.
+	Retention RetentionConfig `mapstructure:"retention"`
+}
+
+// RetentionConfig sets how long data is kept; 0 keeps it forever. Expired
+// data goes as ClickHouse merges parts; a whole day's partition is dropped
+// once all of it has expired.
+type RetentionConfig struct {
+	// Traces applies to kept traces (spans, trace index, findings, clock
+	// offsets). Default: 168h (7 days).
+	Traces time.Duration `mapstructure:"traces"`
+	// Logs applies to all logs. Default: 168h (7 days).
+	Logs time.Duration `mapstructure:"logs"`
 }
 
 // EmbeddedConfig configures chDB.
@@ -50,6 +64,7 @@ func createDefaultConfig() *Config {
 		Embedded:        EmbeddedConfig{Path: "./data"},
 		LogWindow:       time.Hour,
 		MaxLogsPerTrace: 10000,
+		Retention:       RetentionConfig{Traces: 7 * 24 * time.Hour, Logs: 7 * 24 * time.Hour},
 	}
 }
 
@@ -64,6 +79,12 @@ func (c *Config) Validate() error {
 	}
 	if c.LogWindow < 0 {
 		errs = append(errs, errors.New("`log_window` must not be negative"))
+	}
+	if c.Retention.Traces < 0 {
+		errs = append(errs, errors.New("`retention::traces` must not be negative (0 keeps traces forever)"))
+	}
+	if c.Retention.Logs < 0 {
+		errs = append(errs, errors.New("`retention::logs` must not be negative (0 keeps logs forever)"))
 	}
 	if c.MaxLogsPerTrace <= 0 {
 		errs = append(errs, errors.New("`max_logs_per_trace` must be positive"))

@@ -26,6 +26,7 @@ func TestLoadConfig(t *testing.T) {
 			ClickHouse:      ClickHouseConfig{DSN: "clickhouse://default:@localhost:9000"},
 			LogWindow:       15 * time.Minute,
 			MaxLogsPerTrace: 500,
+			Retention:       RetentionConfig{Traces: 72 * time.Hour, Logs: 0},
 		}},
 	}
 	for _, tt := range tests {
@@ -50,6 +51,7 @@ func TestValidate(t *testing.T) {
 		{"no store at all", func(c *Config) { c.Embedded.Path = "" }, "`embedded::path`"},
 		{"negative window", func(c *Config) { c.LogWindow = -time.Second }, "`log_window`"},
 		{"zero logs", func(c *Config) { c.MaxLogsPerTrace = 0 }, "`max_logs_per_trace`"},
+		{"negative retention", func(c *Config) { c.Retention.Logs = -time.Hour }, "`retention::logs`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

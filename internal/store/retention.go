@@ -1,0 +1,87 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Retention is how long data is kept, per kind; 0 keeps it forever.
+type Retention struct {
+	// Traces applies to the spans of kept traces, their index, findings and
+	// clock offsets.
+	Traces time.Duration
+	// Logs applies to all logs.
+	Logs time.Duration
+}
+
+// retentionTables names each table with the column its age is measured by
+// and which retention applies.
+var retentionTables = []struct {
+	table, column string
+	logs          bool
+}{
+	{"spans", "timestamp", false},
+	{"trace_index", "end", false},
+	{"findings", "timestamp", false},
+	{"trace_clock", "timestamp", false},
+	{"logs", "timestamp", true},
+}
+
+// ApplyRetention sets (or removes) each table's TTL. Like the schema it runs
+// on every start and is idempotent. Existing parts are not rewritten
+// (materialize_ttl_after_modify = 0): expired rows go as parts merge, and
+// whole day partitions are dropped once all their rows have expired
+// (ttl_only_drop_parts), which costs nothing.
+func ApplyRetention(ctx context.Context, c Conn, db string, r Retention) error {
+	if !ValidDatabaseName(db) {
+		return fmt.Errorf("database name %q is not a plain identifier", db)
+	}
+	for _, t := range retentionTables {
+		keep := r.Traces
+		if t.logs {
+			keep = r.Logs
+		}
+		if keep < 0 {
+			return fmt.Errorf("retention of %s must not be negative, got %s", t.table, keep)
+		}
+		table := db + "." + t.table
+		var stmt string
+		if keep == 0 {
+			has, err := hasTTL(ctx, c, db, t.table)
+			if err != nil {
+				return fmt.Errorf("reading the retention of %s: %w", table, err)
+			}
+			if !has {
+				continue
+			}
+			stmt = fmt.Sprintf("ALTER TABLE %s REMOVE TTL", table)
+		} else {
+			// Seconds, rounded up: an integer literal from a duration, not
+			// user text.
+			secs := int64((keep + time.Second - 1) / time.Second)
+			stmt = fmt.Sprintf("ALTER TABLE %s MODIFY TTL toDateTime(%s) + toIntervalSecond(%d) "+
+				"SETTINGS materialize_ttl_after_modify = 0", table, t.column, secs)
+		}
+		if err := c.Exec(ctx, stmt, nil); err != nil {
+			return fmt.Errorf("setting the retention of %s: %w", table, err)
+		}
+		if t.table != "trace_index" {
+			if err := c.Exec(ctx, fmt.Sprintf("ALTER TABLE %s MODIFY SETTING ttl_only_drop_parts = 1", table), nil); err != nil {
+				return fmt.Errorf("setting the retention of %s: %w", table, err)
+			}
+		}
+	}
+	return nil
+}
+
+// hasTTL reports whether a table has a table TTL.
+func hasTTL(ctx context.Context, c Conn, db, table string) (bool, error) {
+	found := false
+	err := c.Query(ctx, "SELECT 1 AS x FROM system.tables WHERE database = {db:String} AND name = {table:String} "+
+		"AND position(engine_full, ' TTL ') > 0", Params{"db": db, "table": table}, func([]byte) error {
+		found = true
+		return nil
+	})
+	return found, err
+}
