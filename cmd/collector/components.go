@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
 	"github.com/tracesift/tracesift/internal/ingest"
+	"github.com/tracesift/tracesift/internal/ingest/loki"
 	"github.com/tracesift/tracesift/internal/ingest/otlpraw"
 	"github.com/tracesift/tracesift/internal/query/queryext"
 	"github.com/tracesift/tracesift/internal/store/storeexporter"
@@ -40,7 +41,7 @@ func components() (otelcol.Factories, error) {
 	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
 	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpraw.NewFactory(newRawSampler), otlpreceiver.NewFactory(),
-		filelogreceiver.NewFactory()); err != nil {
+		filelogreceiver.NewFactory(), loki.NewFactory()); err != nil {
 		return f, err
 	}
 	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](tailsampler.NewFactory(), ingest.NewLogsProcessorFactory()); err != nil {

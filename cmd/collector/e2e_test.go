@@ -64,8 +64,8 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 type endpoints struct {
-	grpc, http, query, metrics, health string
-	logDir                             string // tailed by the filelog receiver
+	grpc, http, query, metrics, health, loki string
+	logDir                                   string // tailed by the filelog receiver
 }
 
 func startCollector(t *testing.T) endpoints {
@@ -76,6 +76,7 @@ func startCollector(t *testing.T) endpoints {
 		query:   fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 		metrics: fmt.Sprint(freePort(t)),
 		health:  fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		loki:    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
 	}
 	dir := t.TempDir()
 	ep.logDir = filepath.Join(dir, "logs")
@@ -99,6 +100,7 @@ receivers:
     start_at: beginning
     poll_interval: 20ms
     resource: {service.name: checkout-files}
+  tracesift_loki: {endpoint: %s}
 processors:
   tracesift_logs: {}
 exporters:
@@ -107,14 +109,14 @@ service:
   extensions: [tracesift_query, tracesift_store, health_check]
   pipelines:
     traces: {receivers: [tracesift_otlp], exporters: [tracesift]}
-    logs: {receivers: [tracesift_otlp], processors: [tracesift_logs], exporters: [tracesift]}
+    logs: {receivers: [tracesift_otlp, tracesift_loki], processors: [tracesift_logs], exporters: [tracesift]}
     logs/files: {receivers: [filelog], processors: [tracesift_logs], exporters: [tracesift]}
   telemetry:
     logs: {level: warn}
     metrics:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %s}}}
-`, filepath.Join(dir, "data"), ep.query, ep.health, ep.grpc, ep.http, filepath.Join(ep.logDir, "*.log"), ep.metrics)
+`, filepath.Join(dir, "data"), ep.query, ep.health, ep.grpc, ep.http, filepath.Join(ep.logDir, "*.log"), ep.loki, ep.metrics)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 
@@ -347,6 +349,47 @@ func TestEndToEnd(t *testing.T) {
 		})
 		assert.Equal(t, "checkout-files", found.Service)
 		assert.Equal(t, spanHex, found.SpanID)
+	})
+
+	t.Run("logs over the Loki push API and the lines endpoint", func(t *testing.T) {
+		spanHex := child.SpanContext().SpanID().String()
+		ns := fmt.Sprint(time.Now().UnixNano())
+		push := fmt.Sprintf(`{"streams":[{"stream":{"service_name":"payments-loki","level":"error"},
+			"values":[[%q,"payment retry traceId=%s spanId=%s (via loki)"]]}]}`, ns, errorID, spanHex)
+		resp, err := http.Post("http://"+ep.loki+"/loki/api/v1/push", "application/json", strings.NewReader(push))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+
+		line := fmt.Sprintf(`{"msg":"ledger updated (via lines)","level":"info","trace_id":%q,"span_id":%q,"order":{"id":42}}`,
+			errorID, spanHex)
+		resp, err = http.Post("http://"+ep.loki+"/api/v1/logs/lines?service=ledger", "application/x-ndjson",
+			strings.NewReader(line+"\n"))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+
+		byBody := map[string]store.Log{}
+		eventually(t, "both lines on the trace", func() bool {
+			code, tr := getTrace(t, ep, errorID)
+			if code != http.StatusOK {
+				return false
+			}
+			for _, l := range tr.Logs {
+				byBody[l.Body] = l
+			}
+			_, a := byBody[fmt.Sprintf("payment retry traceId=%s spanId=%s (via loki)", errorID, spanHex)]
+			_, b := byBody["ledger updated (via lines)"]
+			return a && b
+		})
+		viaLoki := byBody[fmt.Sprintf("payment retry traceId=%s spanId=%s (via loki)", errorID, spanHex)]
+		assert.Equal(t, "payments-loki", viaLoki.Service)
+		assert.Equal(t, "error", viaLoki.SeverityText)
+		assert.Equal(t, spanHex, viaLoki.SpanID)
+		viaLines := byBody["ledger updated (via lines)"]
+		assert.Equal(t, "ledger", viaLines.Service)
+		assert.Equal(t, "42", viaLines.Attributes["order.id"])
+		assert.Equal(t, spanHex, viaLines.SpanID)
 	})
 
 	t.Run("OTLP/JSON over HTTP", func(t *testing.T) {

@@ -3,7 +3,6 @@ package otlpraw
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -26,10 +25,6 @@ const (
 	// emptyJSONResponse is an export response with partial_success unset;
 	// in protobuf it is no bytes at all.
 	emptyJSONResponse = "{}"
-
-	// maxPooledBody bounds the request buffers kept for reuse: a rare huge
-	// request should not pin its buffer for the life of the process.
-	maxPooledBody = 4 << 20
 )
 
 // bodyEncoding is the encoding of an OTLP/HTTP request, and of its answer.
@@ -83,7 +78,7 @@ func (r *otlpRaw) handleTraces(w http.ResponseWriter, req *http.Request) {
 	if !ok {
 		return
 	}
-	defer r.putBody(body)
+	defer r.bodies.Put(body)
 	ctx := req.Context()
 	raw := body.Bytes()
 	if enc == encJSON {
@@ -127,7 +122,7 @@ func (r *otlpRaw) handleLogs(w http.ResponseWriter, req *http.Request) {
 	} else {
 		err = lr.UnmarshalProto(body.Bytes())
 	}
-	r.putBody(body)
+	r.bodies.Put(body)
 	ctx := req.Context()
 	var st *status.Status
 	if err != nil {
@@ -179,23 +174,13 @@ func (r *otlpRaw) checkRequest(w http.ResponseWriter, req *http.Request, sig sig
 // returns it with putBody. confighttp's http.MaxBytesReader enforces
 // max_request_body_size on the body as received and after decompression.
 func (r *otlpRaw) readBody(w http.ResponseWriter, req *http.Request, sig signal, enc bodyEncoding) (*bytes.Buffer, bool) {
-	buf, _ := r.bodies.Get().(*bytes.Buffer)
-	if buf == nil {
-		buf = new(bytes.Buffer)
-	}
-	if n := req.ContentLength; n > 0 {
-		// One allocation at most, and none for a pooled buffer that is big
-		// enough; MinRead is the room ReadFrom wants to see EOF.
-		buf.Grow(int(n) + bytes.MinRead)
-	}
-	_, err := buf.ReadFrom(req.Body)
-	if err == nil {
+	buf, limit, err := r.bodies.Read(req)
+	switch {
+	case buf != nil:
 		r.tel.bytes.Add(req.Context(), int64(buf.Len()), r.tel.bytesAttrs[sig]...)
 		return buf, true
-	}
-	r.putBody(buf)
-	if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-		r.tooLarge(w, req, sig, enc, mbe.Limit)
+	case limit > 0:
+		r.tooLarge(w, req, sig, enc, limit)
 		return nil, false
 	}
 	// A truncated upload or a corrupt compressed body.
@@ -203,14 +188,6 @@ func (r *otlpRaw) readBody(w http.ResponseWriter, req *http.Request, sig signal,
 	r.record(req.Context(), sig, transportHTTP, st, req)
 	writeStatus(w, enc, http.StatusBadRequest, st)
 	return nil, false
-}
-
-func (r *otlpRaw) putBody(buf *bytes.Buffer) {
-	if buf.Cap() > maxPooledBody {
-		return
-	}
-	buf.Reset()
-	r.bodies.Put(buf)
 }
 
 // tooLarge answers 413 with a message naming the limit and the key that

@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
+
+	"github.com/tracesift/tracesift/internal/ingest"
 )
 
 // otlpRaw is one tracesift_otlp receiver: one gRPC and one HTTP server
@@ -61,7 +63,7 @@ type otlpRaw struct {
 
 	// bodies recycles HTTP request buffers: the sampler does not retain
 	// the request, so a buffer is free again once the answer is decided.
-	bodies sync.Pool
+	bodies ingest.BodyPool
 
 	// warned keeps each kind of rejection to one explanatory log line per
 	// receiver; tracesift_receiver_requests counts them all.

@@ -1,0 +1,82 @@
+package loki
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configtls"
+)
+
+// Defaults of the receiver configuration, documented on the Config fields.
+const (
+	defaultEndpoint           = "localhost:3100" // Loki's own port
+	defaultMaxRequestBodySize = 16 << 20         // 16 MiB
+	defaultMaxLineBytes       = 64 << 10         // 64 KiB
+)
+
+// Config is the configuration of the tracesift_loki receiver:
+//
+//	receivers:
+//	  tracesift_loki:
+//	    endpoint: localhost:3100
+//	    max_request_body_size: 16777216
+//	    max_line_bytes: 65536
+type Config struct {
+	// ServerConfig holds the Collector's HTTP server settings (endpoint, tls,
+	// cors, auth, max_request_body_size, compression_algorithms,
+	// middlewares, read_header_timeout, …), at the top level of the
+	// receiver's section. Defaults: endpoint localhost:3100 (Loki's port, so
+	// clients only change the host), max_request_body_size 16777216
+	// (16 MiB; larger bodies are answered 413; the limit applies to the body
+	// as received, again after HTTP decompression (Content-Encoding) and to
+	// the snappy-decoded size of a protobuf push), write_timeout 0 (none:
+	// the answer waits for the pipeline).
+	ServerConfig confighttp.ServerConfig `mapstructure:",squash"`
+
+	// MaxLineBytes bounds every text value of a record: a log line (the
+	// body) or an attribute value (label, structured metadata, NDJSON field)
+	// longer than this is cut to it, at a character boundary, and
+	// "…[truncated N bytes]" is appended (N: the bytes cut off); the record
+	// is counted in tracesift_loki_records_truncated. It also bounds the
+	// joining of stack-trace lines on the plain-text lines endpoint: a
+	// continuation line that would make the record longer starts a new one.
+	// Default 65536 (64 KiB). Must be positive.
+	MaxLineBytes int `mapstructure:"max_line_bytes"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+var _ component.Config = (*Config)(nil)
+
+// Validate reports every invalid field, naming its YAML key.
+func (c *Config) Validate() error {
+	var errs []error
+	// 0 would silently mean confighttp's own 20 MiB default.
+	if c.ServerConfig.MaxRequestBodySize <= 0 {
+		errs = append(errs, fmt.Errorf("`max_request_body_size` must be positive (default %d), got %d",
+			defaultMaxRequestBodySize, c.ServerConfig.MaxRequestBodySize))
+	}
+	if c.MaxLineBytes <= 0 {
+		errs = append(errs, fmt.Errorf("`max_line_bytes` must be positive (default %d), got %d",
+			defaultMaxLineBytes, c.MaxLineBytes))
+	}
+	if c.ServerConfig.NetAddr.Endpoint == "" {
+		errs = append(errs, fmt.Errorf("`endpoint` must not be empty (default %q)", defaultEndpoint))
+	}
+	return errors.Join(errs...)
+}
+
+func createDefaultConfig() component.Config {
+	sc := confighttp.NewDefaultServerConfig()
+	sc.NetAddr.Endpoint = defaultEndpoint
+	sc.TLS = configoptional.None[configtls.ServerConfig]()
+	sc.MaxRequestBodySize = defaultMaxRequestBodySize
+	// As in tracesift_otlp: the answer to a request that waited for the
+	// pipeline must still get out.
+	sc.WriteTimeout = 0
+	return &Config{ServerConfig: sc, MaxLineBytes: defaultMaxLineBytes}
+}
