@@ -95,7 +95,7 @@ receivers:
       grpc: {endpoint: %s, max_recv_msg_size_mib: 1}
       http: {endpoint: %s, max_request_body_size: 1048576}
     sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store}}
-  filelog:
+  file_log:
     include: [%q]
     start_at: beginning
     poll_interval: 20ms
@@ -110,7 +110,7 @@ service:
   pipelines:
     traces: {receivers: [tracesift_otlp], exporters: [tracesift]}
     logs: {receivers: [tracesift_otlp, tracesift_loki], processors: [tracesift_logs], exporters: [tracesift]}
-    logs/files: {receivers: [filelog], processors: [tracesift_logs], exporters: [tracesift]}
+    logs/files: {receivers: [file_log], processors: [tracesift_logs], exporters: [tracesift]}
   telemetry:
     logs: {level: warn}
     metrics:
