@@ -9,7 +9,7 @@ export CHDB_LIB_PATH ?= $(CHDB_LIB)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build run test test-short bench bench-compare bench-stat vet fmt clean
+.PHONY: all deps build run test test-short bench bench-compare bench-logs bench-stat vet fmt clean
 
 all: build
 
@@ -40,7 +40,8 @@ vet:
 	$(GO) vet ./...
 
 ## bench: Go benchmarks of the hot paths (5 runs each), then tracesift against the OpenTelemetry
-## Collector's tail_sampling under the same OTLP/gRPC load (bench/, BENCH_COUNT runs, medians at the end).
+## Collector's tail_sampling under the same OTLP/gRPC load (bench/, BENCH_COUNT runs, medians at the end),
+## then the log search over 10 million lines.
 ## BENCH_DURATION is each system's measured window; logs, configs and metrics go to $(BENCH_OUT).
 BENCH_COUNT ?= 3
 BENCH_DURATION ?= 30s
@@ -49,6 +50,13 @@ BENCHSTAT := golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count=5 ./internal/...
 	$(MAKE) --no-print-directory bench-compare
+	$(MAKE) --no-print-directory bench-logs
+
+## bench-logs: loads 10 million log lines into the embedded ClickHouse and times the log searches
+## (TRACESIFT_BENCH_LOG_LINES to change the count; about 3 minutes)
+bench-logs: deps
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; $(GO) test -run '^$$' -bench LogSearch -benchtime 1x -timeout 60m ./bench/ | tee $(BENCH_OUT)/logs.txt
 
 ## bench-compare: only the comparison with the Collector's tail_sampling (about 2 minutes per run)
 bench-compare: deps

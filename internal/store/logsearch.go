@@ -45,19 +45,50 @@ type SearchLog struct {
 }
 
 // SearchLogs returns the logs matching f, newest first, in a stable order.
+// The range is searched from its end in growing slices (the newest
+// sixteenth, the next three sixteenths, then the rest), each for what the
+// page still misses: a common word fills the page in the first slice,
+// reading a fraction of the data, and only a search with few matches reads
+// it all.
 func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]SearchLog, error) {
 	if len(f.Words) > MaxSearchWords {
 		return nil, fmt.Errorf("at most %d search words, got %d", MaxSearchWords, len(f.Words))
 	}
-	p := Params{"start_ns": f.Start, "end_ns": f.End, "service": f.Service, "severity": f.Severity,
-		"trace_id": f.TraceID, "limit": int64(f.Limit)}
+	span := f.End - f.Start
+	cuts := []int64{f.End - span/16, f.End - span/4, f.Start}
+	if f.TraceID != "" {
+		cuts = []int64{f.Start} // one trace's lines are few: one pass
+	}
+	out := []SearchLog{}
+	to := f.End
+	for _, from := range cuts {
+		from = max(from, f.Start)
+		if from > to {
+			continue
+		}
+		var err error
+		if out, err = r.searchLogs(ctx, f, from, to, f.Limit-len(out), out); err != nil {
+			return nil, err
+		}
+		if len(out) >= f.Limit || from == f.Start {
+			break
+		}
+		to = from - 1
+	}
+	return out, nil
+}
+
+// searchLogs appends the logs matching f between from and to (inclusive),
+// at most limit of them.
+func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, limit int, out []SearchLog) ([]SearchLog, error) {
+	p := Params{"start_ns": from, "end_ns": to, "service": f.Service, "severity": f.Severity,
+		"trace_id": f.TraceID, "limit": int64(limit)}
 	var cond strings.Builder
 	for i, w := range f.Words {
 		name := fmt.Sprintf("w%d", i)
 		fmt.Fprintf(&cond, "AND hasToken(lower(logs.body), {%s:String}) ", name)
 		p[name] = w
 	}
-	out := []SearchLog{}
 	err := r.conn.Query(ctx, strings.ReplaceAll(r.logSearch, "${words}", cond.String()), p, func(b []byte) error {
 		var row struct {
 			logRow

@@ -364,3 +364,39 @@ func TestRetention(t *testing.T) {
 	assert.NotContains(t, ttl("logs"), "TTL")
 	assert.Error(t, store.ApplyRetention(ctx, conn, db, store.Retention{Logs: -time.Hour}))
 }
+
+// A search reads the newest sixteenth of its range first and the rest only
+// for what is missing: no line twice, none lost at the boundary, newest first.
+func TestSearchLogsNewestFirstInTwoPasses(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{LogWindow: time.Minute})
+	start := time.Date(2026, 11, 30, 13, 0, 0, 0, time.UTC)
+	end := start.Add(160 * time.Second) // the cut is at start+150s
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("service.name", "split-svc")
+	recs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	for _, at := range []time.Duration{10 * time.Second, 149*time.Second + 999_999_999, 150 * time.Second, 155 * time.Second} {
+		lr := recs.AppendEmpty()
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(start.Add(at)))
+		lr.Body().SetStr(fmt.Sprintf("splitword at %s", at))
+	}
+	_, err := w.WriteLogs(ctx, ld)
+	require.NoError(t, err)
+	search := func(limit int) []string {
+		got, err := r.SearchLogs(ctx, store.LogsFilter{Words: []string{"splitword"}, Service: "split-svc",
+			Start: start.UnixNano(), End: end.UnixNano(), Limit: limit})
+		require.NoError(t, err)
+		var out []string
+		for _, l := range got {
+			out = append(out, l.Body)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"splitword at 2m35s", "splitword at 2m30s"}, search(2), "filled by the newest sixteenth")
+	assert.Equal(t, []string{"splitword at 2m35s", "splitword at 2m30s", "splitword at 2m29.999999999s", "splitword at 10s"},
+		search(10), "the rest of the range for what is missing, nothing twice")
+	assert.Equal(t, []string{"splitword at 2m35s", "splitword at 2m30s", "splitword at 2m29.999999999s"}, search(3))
+}
