@@ -330,8 +330,10 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("log file tailed by the filelog receiver", func(t *testing.T) {
 		spanHex := child.SpanContext().SpanID().String()
-		line := fmt.Sprintf("2026-11-30 10:00:00.456 [exec-2] WARN c.e.Checkout [traceId=%s spanId=%s] - from the log file\n",
-			errorID, spanHex)
+		// The layout's own time is read (tracesift_logs' text patterns).
+		stamp := time.Now().UTC().Format("2006-01-02 15:04:05.000")
+		line := fmt.Sprintf("%s [exec-2] WARN c.e.Checkout [traceId=%s spanId=%s] - from the log file\n",
+			stamp, errorID, spanHex)
 		require.NoError(t, os.WriteFile(filepath.Join(ep.logDir, "checkout.log"), []byte(line), 0o600))
 		var found *store.Log
 		eventually(t, "the file's line on the trace", func() bool {
@@ -349,6 +351,9 @@ func TestEndToEnd(t *testing.T) {
 		})
 		assert.Equal(t, "checkout-files", found.Service)
 		assert.Equal(t, spanHex, found.SpanID)
+		assert.Equal(t, "WARN", found.SeverityText, "read from the layout")
+		assert.Equal(t, "exec-2", found.Attributes["thread.name"])
+		assert.Equal(t, stamp, time.Unix(0, int64(found.TimeUnixNano)).UTC().Format("2006-01-02 15:04:05.000"))
 	})
 
 	t.Run("logs over the Loki push API and the lines endpoint", func(t *testing.T) {

@@ -37,9 +37,14 @@ func TestLogsConfig(t *testing.T) {
 		want    *LogsConfig
 		wantErr string
 	}{
-		{name: "", want: &LogsConfig{FromAttributes: true, FromBody: true}},
-		{name: "attributes_only", want: &LogsConfig{FromAttributes: true, FromBody: false}},
-		{name: "body_only", want: &LogsConfig{FromAttributes: false, FromBody: true}},
+		{name: "", want: &LogsConfig{FromAttributes: true, FromBody: true, ParseText: true, TextPatterns: DefaultTextPatterns}},
+		{name: "attributes_only", want: &LogsConfig{FromAttributes: true, FromBody: false, ParseText: true, TextPatterns: DefaultTextPatterns}},
+		{name: "body_only", want: &LogsConfig{FromAttributes: false, FromBody: true, ParseText: true, TextPatterns: DefaultTextPatterns}},
+		{name: "own_pattern", want: &LogsConfig{FromAttributes: true, FromBody: true, ParseText: true,
+			TextPatterns: []string{`^(?P<level>[A-Z]+) (?P<time>\S+)`}}},
+		{name: "no_text", want: &LogsConfig{FromAttributes: true, FromBody: true, ParseText: false, TextPatterns: DefaultTextPatterns}},
+		{name: "bad_pattern", wantErr: "`text_patterns[0]`"},
+		{name: "pattern_without_groups", wantErr: "neither a (?P<time>…) nor a (?P<level>…) group"},
 		{name: "unknown_key", wantErr: "from_bodies"},
 	}
 	for _, tt := range tests {

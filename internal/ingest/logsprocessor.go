@@ -38,18 +38,36 @@ type LogsConfig struct {
 	// keys of a map body. Default true. Turn it off when bodies are large and
 	// never carry ids, to save the scan.
 	FromBody bool `mapstructure:"from_body"`
+
+	// ParseText reads the severity, time, thread and logger of text records
+	// that have no severity yet (log files, plain text lines), from the first
+	// of TextPatterns that matches their first line; the body is kept as it
+	// came. Default true.
+	ParseText bool `mapstructure:"parse_text"`
+
+	// TextPatterns are the regular expressions (Go syntax) ParseText tries,
+	// in order; named groups time, level, thread and logger are read (time
+	// as 2006-01-02 15:04:05.000 with T or a space, a comma or a dot, and an
+	// optional offset; UTC without one). Default: Logback's and Log4j2's
+	// usual layouts and Spring Boot's (DefaultTextPatterns).
+	TextPatterns []string `mapstructure:"text_patterns"`
 }
 
 var _ component.Config = (*LogsConfig)(nil)
 
-// Validate checks the configuration. Both switches are always valid; the
-// method exists so that future fields are validated in one place.
+// Validate checks the configuration: every pattern must compile and name a
+// time or level group.
 func (c *LogsConfig) Validate() error {
-	return nil
+	if !c.ParseText {
+		return nil
+	}
+	_, err := newTextParser(c.TextPatterns)
+	return err
 }
 
 func createDefaultLogsConfig() component.Config {
-	return &LogsConfig{FromAttributes: true, FromBody: true}
+	return &LogsConfig{FromAttributes: true, FromBody: true, ParseText: true,
+		TextPatterns: append([]string(nil), DefaultTextPatterns...)}
 }
 
 // NewLogsProcessorFactory returns the factory of the tracesift_logs processor,
@@ -77,6 +95,7 @@ func createLogsProcessor(ctx context.Context, set processor.Settings, cfg compon
 
 type logsProcessor struct {
 	linker Linker
+	text   *textParser // nil when parse_text is off
 	logger *zap.Logger
 
 	received metric.Int64Counter
@@ -116,6 +135,12 @@ func newLogsProcessor(set processor.Settings, cfg *LogsConfig) (*logsProcessor, 
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("tracesift_logs: creating self-metrics: %w", errors.Join(errs...))
 	}
+	if cfg.ParseText {
+		var err error
+		if p.text, err = newTextParser(cfg.TextPatterns); err != nil {
+			return nil, fmt.Errorf("tracesift_logs: %w", err)
+		}
+	}
 	return p, nil
 }
 
@@ -128,7 +153,11 @@ func (p *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Log
 		for j := 0; j < sls.Len(); j++ {
 			lrs := sls.At(j).LogRecords()
 			for k := 0; k < lrs.Len(); k++ {
-				res := p.linker.Link(lrs.At(k))
+				lr := lrs.At(k)
+				if p.text != nil && lr.SeverityNumber() == plog.SeverityNumberUnspecified {
+					p.text.parse(lr)
+				}
+				res := p.linker.Link(lr)
 				received++
 				switch res.Source {
 				case SourceRecord:

@@ -3,6 +3,7 @@ package ingest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,4 +141,47 @@ func TestExplainInvalidTruncates(t *testing.T) {
 	require.Equal(t, 1, logs.Len())
 	v := logs.All()[0].ContextMap()["value"].(string)
 	assert.Less(t, len(v), 70)
+}
+
+func TestTextLayoutsParsed(t *testing.T) {
+	p, err := newTextParser(DefaultTextPatterns)
+	require.NoError(t, err)
+	tests := []struct {
+		line                 string
+		sev                  plog.SeverityNumber
+		text, thread, logger string
+		time                 time.Time
+	}{
+		{"2026-11-30 10:00:00.123 [http-nio-8080-exec-1] ERROR c.e.shop.PaymentService - card declined traceId=4bf92f3577b34da6a3ce929d0e0e4736",
+			plog.SeverityNumberError, "ERROR", "http-nio-8080-exec-1", "c.e.shop.PaymentService", time.Date(2026, 11, 30, 10, 0, 0, 123e6, time.UTC)},
+		{"2026-11-30 10:00:01,500 WARN  [main] org.acme.Cart - slow\n\tat org.acme.Cart.add(Cart.java:3)",
+			plog.SeverityNumberWarn, "WARN", "main", "org.acme.Cart", time.Date(2026, 11, 30, 10, 0, 1, 500e6, time.UTC)},
+		{"2026-11-30T10:00:02.250+01:00  INFO 4242 --- [           main] o.s.b.w.e.tomcat.TomcatWebServer         : Tomcat started",
+			plog.SeverityNumberInfo, "INFO", "           main", "o.s.b.w.e.tomcat.TomcatWebServer", time.Date(2026, 11, 30, 9, 0, 2, 250e6, time.UTC)},
+	}
+	for _, tt := range tests {
+		lr := plog.NewLogRecord()
+		lr.Body().SetStr(tt.line)
+		require.True(t, p.parse(lr), tt.line)
+		assert.Equal(t, tt.sev, lr.SeverityNumber())
+		assert.Equal(t, tt.text, lr.SeverityText())
+		assert.Equal(t, tt.time, lr.Timestamp().AsTime())
+		th, _ := lr.Attributes().Get("thread.name")
+		assert.Equal(t, tt.thread, th.Str())
+		lg, _ := lr.Attributes().Get("code.namespace")
+		assert.Equal(t, tt.logger, lg.Str())
+		assert.Equal(t, tt.line, lr.Body().Str(), "the body is kept as it came")
+	}
+
+	// What is set stays; what matches nothing is left alone.
+	lr := plog.NewLogRecord()
+	lr.Body().SetStr("2026-11-30 10:00:00.123 [main] DEBUG a.B - x")
+	lr.SetTimestamp(42)
+	require.True(t, p.parse(lr))
+	assert.EqualValues(t, 42, lr.Timestamp())
+	other := plog.NewLogRecord()
+	other.Body().SetStr("plain words, no layout")
+	assert.False(t, p.parse(other))
+	assert.Equal(t, plog.SeverityNumberUnspecified, other.SeverityNumber())
+	assert.Zero(t, other.Attributes().Len())
 }
