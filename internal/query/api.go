@@ -20,6 +20,9 @@ type TraceReader interface {
 	GetTrace(ctx context.Context, traceID string) (*store.Trace, error)
 	GetFindingSummaries(ctx context.Context, f store.FindingsFilter) ([]store.FindingSummary, error)
 	SearchLogs(ctx context.Context, f store.LogsFilter) ([]store.SearchLog, error)
+	SearchTraces(ctx context.Context, f store.TracesFilter) ([]store.TraceSummary, error)
+	Services(ctx context.Context, start, end int64) ([]string, error)
+	Operations(ctx context.Context, service string, start, end int64) ([]string, error)
 }
 
 // NewHandler returns the API's routes over r.
@@ -27,6 +30,9 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	a := &api{reader: r, logger: logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/traces/{traceId}", a.getTrace)
+	mux.HandleFunc("GET /api/v1/traces", a.searchTraces)
+	mux.HandleFunc("GET /api/v1/services", a.listServices)
+	mux.HandleFunc("GET /api/v1/services/{service}/operations", a.listOperations)
 	mux.HandleFunc("GET /api/v1/findings", a.getFindings)
 	mux.HandleFunc("GET /api/v1/logs", a.getLogs)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {

@@ -25,6 +25,29 @@ var (
 	lastLogs   store.LogsFilter
 )
 
+var lastTraces store.TracesFilter
+
+func (f fakeReader) SearchTraces(_ context.Context, tf store.TracesFilter) ([]store.TraceSummary, error) {
+	lastTraces = tf
+	if tf.Service == "fail" {
+		return nil, errors.New("connection refused")
+	}
+	return []store.TraceSummary{{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", RootService: "shop", RootName: "GET /cart",
+		StartTimeUnixNano: 1796010663450975897, DurationNano: 5000000, Status: "ERROR", SpanCount: 3, ErrorCount: 1,
+		Services: []string{"shop"}}}, nil
+}
+
+func (f fakeReader) Services(context.Context, int64, int64) ([]string, error) {
+	return []string{"shop", "shop-db"}, nil
+}
+
+func (f fakeReader) Operations(_ context.Context, service string, _, _ int64) ([]string, error) {
+	if service == "fail" {
+		return nil, errors.New("connection refused")
+	}
+	return []string{"GET /cart " + service}, nil
+}
+
 func (f fakeReader) SearchLogs(_ context.Context, lf store.LogsFilter) ([]store.SearchLog, error) {
 	lastLogs = lf
 	if lf.Service == "fail" {
@@ -112,4 +135,13 @@ func TestPostIsRejected(t *testing.T) {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/api/v1/traces/4bf92f3577b34da6a3ce929d0e0e4736", nil))
 	assert.Equal(t, http.StatusMethodNotAllowed, rec.Code)
+}
+
+// getJSON serves GET path and checks that the answer is JSON.
+func getJSON(t *testing.T, h http.Handler, path string) *httptest.ResponseRecorder {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	require.True(t, json.Valid(rec.Body.Bytes()), rec.Body.String())
+	return rec
 }

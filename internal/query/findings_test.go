@@ -17,12 +17,7 @@ import (
 
 func TestGetFindings(t *testing.T) {
 	h := NewHandler(fakeReader{}, zap.NewNop())
-	get := func(path string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-		require.True(t, json.Valid(rec.Body.Bytes()), rec.Body.String())
-		return rec
-	}
+	get := func(path string) *httptest.ResponseRecorder { return getJSON(t, h, path) }
 
 	before := time.Now()
 	rec := get("/api/v1/findings")

@@ -1,7 +1,6 @@
 package query
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,12 +16,7 @@ import (
 
 func TestGetLogs(t *testing.T) {
 	h := NewHandler(fakeReader{}, zap.NewNop())
-	get := func(path string) *httptest.ResponseRecorder {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
-		require.True(t, json.Valid(rec.Body.Bytes()), rec.Body.String())
-		return rec
-	}
+	get := func(path string) *httptest.ResponseRecorder { return getJSON(t, h, path) }
 	rec := get("/api/v1/logs?q=Card%20DECLINED%2C%20again!&service=payments&severity=error&limit=20")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Contains(t, rec.Body.String(), `"kept":true`)

@@ -400,3 +400,82 @@ func TestSearchLogsNewestFirstInTwoPasses(t *testing.T) {
 		search(10), "the rest of the range for what is missing, nothing twice")
 	assert.Equal(t, []string{"splitword at 2m35s", "splitword at 2m30s", "splitword at 2m29.999999999s"}, search(3))
 }
+
+func TestSearchTraces(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{})
+	base := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	type call struct {
+		service, name string
+		start, dur    time.Duration
+		err           bool
+	}
+	add := func(id byte, calls ...call) {
+		td := ptrace.NewTraces()
+		for i, c := range calls {
+			rs := td.ResourceSpans().AppendEmpty()
+			rs.Resource().Attributes().PutStr("service.name", c.service)
+			sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+			sp.SetTraceID(traceID(id))
+			sp.SetSpanID(spanID(byte(i + 1)))
+			if i > 0 {
+				sp.SetParentSpanID(spanID(1))
+			}
+			sp.SetName(c.name)
+			sp.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(c.start)))
+			sp.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(c.start + c.dur)))
+			if c.err {
+				sp.Status().SetCode(ptrace.StatusCodeError)
+			}
+		}
+		_, err := w.WriteTraces(ctx, td)
+		require.NoError(t, err)
+	}
+	add(0xa1, call{"shop-web", "GET /cart", 0, 50 * time.Millisecond, false},
+		call{"shop-db", "SELECT cart", 10 * time.Millisecond, 20 * time.Millisecond, false})
+	add(0xa2, call{"shop-web", "POST /pay", time.Second, 1500 * time.Millisecond, false},
+		call{"shop-pay", "charge", time.Second + 100*time.Millisecond, time.Second, true})
+	add(0xa3, call{"shop-web", "GET /cart", 2 * time.Second, 200 * time.Millisecond, false})
+	add(0xa4, call{"shop-admin", "GET /report", 3 * time.Second, 5 * time.Second, false})
+
+	search := func(f store.TracesFilter) []string {
+		t.Helper()
+		f.Start, f.End = base.UnixNano(), base.Add(time.Minute).UnixNano()
+		if f.Limit == 0 {
+			f.Limit = 100
+		}
+		got, err := r.SearchTraces(ctx, f)
+		require.NoError(t, err)
+		var ids []string
+		for _, s := range got {
+			ids = append(ids, s.TraceID[30:])
+		}
+		return ids
+	}
+	assert.Equal(t, []string{"a4", "a3", "a2", "a1"}, search(store.TracesFilter{}), "newest first")
+	assert.Equal(t, []string{"a4", "a3"}, search(store.TracesFilter{Limit: 2}))
+	assert.Equal(t, []string{"a3", "a2", "a1"}, search(store.TracesFilter{Service: "shop-web"}))
+	assert.Equal(t, []string{"a1"}, search(store.TracesFilter{Service: "shop-db"}), "any service the trace crosses")
+	assert.Equal(t, []string{"a3", "a1"}, search(store.TracesFilter{Operation: "GET /cart"}), "the root span's name")
+	assert.Equal(t, []string{"a4", "a3", "a2"}, search(store.TracesFilter{MinDuration: 200 * time.Millisecond}), "inclusive")
+	assert.Equal(t, []string{"a4", "a2"}, search(store.TracesFilter{MinDuration: time.Second}))
+	assert.Equal(t, []string{"a3", "a1"}, search(store.TracesFilter{MaxDuration: 200 * time.Millisecond}), "inclusive")
+	assert.Equal(t, []string{"a2"}, search(store.TracesFilter{ErrorsOnly: true}))
+	assert.Empty(t, search(store.TracesFilter{Service: "x' OR 1=1 --"}))
+
+	got, err := r.SearchTraces(ctx, store.TracesFilter{Service: "shop-pay", Start: base.UnixNano(), End: base.Add(time.Minute).UnixNano(), Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, store.TraceSummary{TraceID: traceID(0xa2).String(), RootService: "shop-web", RootName: "POST /pay",
+		StartTimeUnixNano: uint64(base.Add(time.Second).UnixNano()), DurationNano: uint64(1500 * time.Millisecond),
+		Status: "ERROR", SpanCount: 2, ErrorCount: 1, Services: []string{"shop-pay", "shop-web"}}, got[0])
+
+	svcs, err := r.Services(ctx, base.UnixNano(), base.Add(time.Minute).UnixNano())
+	require.NoError(t, err)
+	assert.Subset(t, svcs, []string{"shop-admin", "shop-db", "shop-pay", "shop-web"})
+	ops, err := r.Operations(ctx, "shop-web", base.UnixNano(), base.Add(time.Minute).UnixNano())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"GET /cart", "POST /pay"}, ops)
+}

@@ -1,0 +1,114 @@
+package query
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// Defaults and bounds of the trace search and the service lists.
+const (
+	defaultTracesRange = time.Hour
+	defaultTracesLimit = 20
+	maxTracesLimit     = 1000
+	namesRange         = 24 * time.Hour
+)
+
+// searchTraces serves GET /api/v1/traces?service=&operation=&minDuration=
+// &maxDuration=&status=error&start=&end=&limit=: summaries of the traces
+// that started in the window (the last hour by default), newest first.
+func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	f := store.TracesFilter{Service: q.Get("service"), Operation: q.Get("operation")}
+	if len(f.Service) > maxParamLen || len(f.Operation) > maxParamLen {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("`service` and `operation` are at most %d bytes", maxParamLen))
+		return
+	}
+	for key := range q {
+		if strings.HasPrefix(key, "attr.") {
+			writeError(w, http.StatusBadRequest, "attribute filters (`"+key+"`) are not supported yet")
+			return
+		}
+	}
+	var err error
+	for _, d := range []struct {
+		key  string
+		into *time.Duration
+	}{{"minDuration", &f.MinDuration}, {"maxDuration", &f.MaxDuration}} {
+		if v := q.Get(d.key); v != "" {
+			if *d.into, err = time.ParseDuration(v); err != nil || *d.into < 0 {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("`%s`: want a duration such as 1.5s or 200ms, got %q", d.key, v))
+				return
+			}
+		}
+	}
+	if f.MaxDuration > 0 && f.MinDuration > f.MaxDuration {
+		writeError(w, http.StatusBadRequest, "`minDuration` is above `maxDuration`")
+		return
+	}
+	switch q.Get("status") {
+	case "":
+	case "error":
+		f.ErrorsOnly = true
+	default:
+		writeError(w, http.StatusBadRequest, "`status`: want error (or nothing for every trace)")
+		return
+	}
+	var msg string
+	if f.Start, f.End, f.Limit, msg = window(q, time.Now(), defaultTracesRange, defaultTracesLimit, maxTracesLimit); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	traces, err := a.reader.SearchTraces(r.Context(), f)
+	if err != nil {
+		a.logger.Error("searching traces failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, "searching traces failed; see the server log")
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		Traces []store.TraceSummary `json:"traces"`
+	}{traces})
+}
+
+// listServices serves GET /api/v1/services: the services of the traces
+// stored in the window (the last 24 hours by default).
+func (a *api) listServices(w http.ResponseWriter, r *http.Request) {
+	start, end, _, msg := window(r.URL.Query(), time.Now(), namesRange, 1, 1)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	names, err := a.reader.Services(r.Context(), start, end)
+	a.writeNames(w, "services", names, err)
+}
+
+// listOperations serves GET /api/v1/services/{service}/operations: the span
+// names of the service in the window (the last 24 hours by default).
+func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
+	service := r.PathValue("service")
+	if service == "" || len(service) > maxParamLen {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("the service name must be 1 to %d bytes", maxParamLen))
+		return
+	}
+	start, end, _, msg := window(r.URL.Query(), time.Now(), namesRange, 1, 1)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	names, err := a.reader.Operations(r.Context(), service, start, end)
+	a.writeNames(w, "operations", names, err)
+}
+
+func (a *api) writeNames(w http.ResponseWriter, what string, names []string, err error) {
+	if err != nil {
+		a.logger.Error("listing "+what+" failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, "listing "+what+" failed; see the server log")
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string][]string{what: names})
+}

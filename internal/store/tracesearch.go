@@ -1,0 +1,101 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// TracesFilter selects the traces SearchTraces returns: those that started
+// between Start and End (Unix nanoseconds, inclusive). Empty fields match
+// all; MaxDuration 0 means no upper bound.
+type TracesFilter struct {
+	Service, Operation       string
+	MinDuration, MaxDuration time.Duration
+	ErrorsOnly               bool
+	Start, End               int64
+	Limit                    int
+}
+
+// TraceSummary is one trace found by a search.
+type TraceSummary struct {
+	TraceID           string   `json:"traceId"`
+	RootService       string   `json:"rootService"`
+	RootName          string   `json:"rootName"`
+	StartTimeUnixNano uint64   `json:"startTimeUnixNano,string"`
+	DurationNano      uint64   `json:"durationNano"`
+	Status            string   `json:"status"` // ERROR when a span is, else OK
+	SpanCount         uint64   `json:"spanCount"`
+	ErrorCount        uint64   `json:"errorCount"`
+	Services          []string `json:"services"`
+}
+
+// SearchTraces returns the summaries of the traces matching f, newest first,
+// from the per-trace index alone.
+func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSummary, error) {
+	errorsOnly := int64(0)
+	if f.ErrorsOnly {
+		errorsOnly = 1
+	}
+	p := Params{"start_ns": f.Start, "end_ns": f.End, "service": f.Service, "operation": f.Operation,
+		"min_duration_ns": f.MinDuration.Nanoseconds(), "max_duration_ns": f.MaxDuration.Nanoseconds(),
+		"errors_only": errorsOnly, "limit": int64(f.Limit)}
+	out := []TraceSummary{}
+	err := r.conn.Query(ctx, r.traceSearch, p, func(b []byte) error {
+		var row struct {
+			TraceID     string   `json:"trace_id"`
+			RootService string   `json:"root_service"`
+			RootName    string   `json:"root_name"`
+			StartNs     int64    `json:"start_ns"`
+			DurationNs  int64    `json:"duration_ns"`
+			SpanCount   uint64   `json:"span_count"`
+			ErrorCount  uint64   `json:"error_count"`
+			Services    []string `json:"services"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		s := TraceSummary{TraceID: row.TraceID, RootService: row.RootService, RootName: row.RootName,
+			StartTimeUnixNano: uint64(max(row.StartNs, 0)), DurationNano: uint64(max(row.DurationNs, 0)),
+			Status: "OK", SpanCount: row.SpanCount, ErrorCount: row.ErrorCount, Services: row.Services}
+		if s.ErrorCount > 0 {
+			s.Status = "ERROR"
+		}
+		if s.Services == nil {
+			s.Services = []string{}
+		}
+		out = append(out, s)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("searching traces: %w", err)
+	}
+	return out, nil
+}
+
+// Services returns the services of the traces stored between start and end.
+func (r *Reader) Services(ctx context.Context, start, end int64) ([]string, error) {
+	return r.names(ctx, r.services, Params{"start_ns": start, "end_ns": end}, "service")
+}
+
+// Operations returns the span names of service between start and end.
+func (r *Reader) Operations(ctx context.Context, service string, start, end int64) ([]string, error) {
+	return r.names(ctx, r.operations, Params{"service": service, "start_ns": start, "end_ns": end}, "name")
+}
+
+func (r *Reader) names(ctx context.Context, query string, p Params, column string) ([]string, error) {
+	out := []string{}
+	err := r.conn.Query(ctx, query, p, func(b []byte) error {
+		var row map[string]string
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		out = append(out, row[column])
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing %ss: %w", column, err)
+	}
+	return out, nil
+}
