@@ -1,8 +1,11 @@
 package query
 
 import (
+	"cmp"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,12 +19,14 @@ const (
 	defaultTracesRange = time.Hour
 	defaultTracesLimit = 20
 	maxTracesLimit     = 1000
+	maxTracesOffset    = 10000
 	namesRange         = 24 * time.Hour
 )
 
 // searchTraces serves GET /api/v1/traces?service=&operation=&minDuration=
-// &maxDuration=&status=error&start=&end=&limit=: summaries of the traces
-// that started in the window (the last hour by default), newest first.
+// &maxDuration=&status=error&attr.KEY=VALUE&start=&end=&limit=&offset=:
+// summaries of the traces that started in the window (the last hour by
+// default), newest first.
 func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.TracesFilter{Service: q.Get("service"), Operation: q.Get("operation")}
@@ -29,11 +34,38 @@ func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("`service` and `operation` are at most %d bytes", maxParamLen))
 		return
 	}
-	for key := range q {
-		if strings.HasPrefix(key, "attr.") {
-			writeError(w, http.StatusBadRequest, "attribute filters (`"+key+"`) are not supported yet")
+	for key, values := range q {
+		name, ok := strings.CutPrefix(key, "attr.")
+		if !ok {
+			continue
+		}
+		if name == "" || len(name) > maxParamLen {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("`attr.KEY`: the key must be 1 to %d bytes", maxParamLen))
 			return
 		}
+		for _, v := range values {
+			if len(v) > maxParamLen {
+				writeError(w, http.StatusBadRequest, fmt.Sprintf("`%s`: the value must be at most %d bytes", key, maxParamLen))
+				return
+			}
+			f.Attributes = append(f.Attributes, store.AttributeFilter{Key: name, Value: v})
+		}
+	}
+	if len(f.Attributes) > store.MaxAttributeFilters {
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("at most %d `attr.KEY=VALUE` filters", store.MaxAttributeFilters))
+		return
+	}
+	// A stable order of the filters, for the same query text every time.
+	slices.SortFunc(f.Attributes, func(a, b store.AttributeFilter) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Value, b.Value))
+	})
+	if v := q.Get("offset"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 || n > maxTracesOffset {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("`offset`: want a number from 0 to %d", maxTracesOffset))
+			return
+		}
+		f.Offset = n
 	}
 	var err error
 	for _, d := range []struct {

@@ -17,13 +17,14 @@ func TestSearchTracesAPI(t *testing.T) {
 	h := NewHandler(fakeReader{}, zap.NewNop())
 	get := func(path string) *httptest.ResponseRecorder { return getJSON(t, h, path) }
 	rec := get("/api/v1/traces?service=shop&operation=GET%20/cart&minDuration=1.5s&maxDuration=2s&status=error" +
-		"&start=2026-11-30T10:00:00Z&end=1796036400000000000&limit=5")
+		"&attr.http.route=/cart&attr.db.system=postgresql&start=2026-11-30T10:00:00Z&end=1796036400000000000&limit=5&offset=10")
 	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 	assert.Contains(t, rec.Body.String(), `"traces":[{"traceId":"4bf92f3577b34da6a3ce929d0e0e4736","rootService":"shop"`)
 	assert.Contains(t, rec.Body.String(), `"startTimeUnixNano":"1796010663450975897"`)
 	assert.Equal(t, store.TracesFilter{Service: "shop", Operation: "GET /cart", MinDuration: 1500 * time.Millisecond,
 		MaxDuration: 2 * time.Second, ErrorsOnly: true, Start: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixNano(),
-		End: 1796036400000000000, Limit: 5}, lastTraces)
+		Attributes: []store.AttributeFilter{{Key: "db.system", Value: "postgresql"}, {Key: "http.route", Value: "/cart"}},
+		End:        1796036400000000000, Limit: 5, Offset: 10}, lastTraces)
 
 	rec = get("/api/v1/traces")
 	require.Equal(t, http.StatusOK, rec.Code)
@@ -35,7 +36,6 @@ func TestSearchTracesAPI(t *testing.T) {
 		"/api/v1/traces?maxDuration=-1s":                "`maxDuration`",
 		"/api/v1/traces?minDuration=2s&maxDuration=1s":  "above `maxDuration`",
 		"/api/v1/traces?status=ok":                      "`status`",
-		"/api/v1/traces?attr.http.route=/cart":          "not supported yet",
 		"/api/v1/traces?limit=100000":                   "`limit`",
 		"/api/v1/traces?start=2000&end=1000":            "`start` is after `end`",
 		"/api/v1/services/x/operations?start=yesterday": "`start`",

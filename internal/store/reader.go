@@ -49,6 +49,7 @@ type Reader struct {
 	// The queries, rendered for the database once.
 	window, spans, logs, findings, summary, clock, logSearch string
 	traceSearch, services, operations                        string
+	spansTable                                               string // qualified with the database
 }
 
 // NewReader returns a reader of database db over conn.
@@ -64,7 +65,7 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		logs: Query("trace_logs", db), findings: Query("trace_findings", db),
 		summary: Query("findings_summary", db), clock: Query("trace_clock", db),
 		logSearch: Query("logs_search", db), traceSearch: Query("traces_search", db),
-		services: Query("services", db), operations: Query("operations", db)}
+		services: Query("services", db), operations: Query("operations", db), spansTable: db + ".spans"}
 }
 
 // GetTrace returns the trace's spans, logs and findings, or ErrNotFound.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -14,9 +15,20 @@ type TracesFilter struct {
 	Service, Operation       string
 	MinDuration, MaxDuration time.Duration
 	ErrorsOnly               bool
-	Start, End               int64
-	Limit                    int
+	// Attributes must each be on some span of the trace (key = value, on
+	// the span's own attributes), at most MaxAttributeFilters of them.
+	Attributes []AttributeFilter
+	Start, End int64
+	// Limit and Offset page through the results, which come in a stable
+	// order (newest first, then by trace id).
+	Limit, Offset int
 }
+
+// AttributeFilter is one attr.KEY=VALUE of a trace search.
+type AttributeFilter struct{ Key, Value string }
+
+// MaxAttributeFilters bounds the attribute filters of one search.
+const MaxAttributeFilters = 4
 
 // TraceSummary is one trace found by a search.
 type TraceSummary struct {
@@ -38,11 +50,24 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSumma
 	if f.ErrorsOnly {
 		errorsOnly = 1
 	}
+	if len(f.Attributes) > MaxAttributeFilters {
+		return nil, fmt.Errorf("at most %d attribute filters, got %d", MaxAttributeFilters, len(f.Attributes))
+	}
 	p := Params{"start_ns": f.Start, "end_ns": f.End, "service": f.Service, "operation": f.Operation,
 		"min_duration_ns": f.MinDuration.Nanoseconds(), "max_duration_ns": f.MaxDuration.Nanoseconds(),
-		"errors_only": errorsOnly, "limit": int64(f.Limit)}
+		"errors_only": errorsOnly, "limit": int64(f.Limit), "offset": int64(f.Offset)}
+	var attrs strings.Builder
+	for i, a := range f.Attributes {
+		k, v := fmt.Sprintf("ak%d", i), fmt.Sprintf("av%d", i)
+		// A span of the trace starts in the window or shortly before its
+		// end (a trace that started in it ends within the hour, mostly).
+		fmt.Fprintf(&attrs, "AND trace_id IN (SELECT trace_id FROM %s WHERE attributes[{%s:String}] = {%s:String} "+
+			"AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
+			"AND timestamp <= fromUnixTimestamp64Nano({end_ns:Int64}) + INTERVAL 1 HOUR) ", r.spansTable, k, v)
+		p[k], p[v] = a.Key, a.Value
+	}
 	out := []TraceSummary{}
-	err := r.conn.Query(ctx, r.traceSearch, p, func(b []byte) error {
+	err := r.conn.Query(ctx, strings.ReplaceAll(r.traceSearch, "${attrs}", attrs.String()), p, func(b []byte) error {
 		var row struct {
 			TraceID     string   `json:"trace_id"`
 			RootService string   `json:"root_service"`

@@ -411,6 +411,7 @@ func TestSearchTraces(t *testing.T) {
 		service, name string
 		start, dur    time.Duration
 		err           bool
+		attrs         map[string]any
 	}
 	add := func(id byte, calls ...call) {
 		td := ptrace.NewTraces()
@@ -429,16 +430,18 @@ func TestSearchTraces(t *testing.T) {
 			if c.err {
 				sp.Status().SetCode(ptrace.StatusCodeError)
 			}
+			require.NoError(t, sp.Attributes().FromRaw(c.attrs))
 		}
 		_, err := w.WriteTraces(ctx, td)
 		require.NoError(t, err)
 	}
-	add(0xa1, call{"shop-web", "GET /cart", 0, 50 * time.Millisecond, false},
-		call{"shop-db", "SELECT cart", 10 * time.Millisecond, 20 * time.Millisecond, false})
-	add(0xa2, call{"shop-web", "POST /pay", time.Second, 1500 * time.Millisecond, false},
-		call{"shop-pay", "charge", time.Second + 100*time.Millisecond, time.Second, true})
-	add(0xa3, call{"shop-web", "GET /cart", 2 * time.Second, 200 * time.Millisecond, false})
-	add(0xa4, call{"shop-admin", "GET /report", 3 * time.Second, 5 * time.Second, false})
+	add(0xa1, call{"shop-web", "GET /cart", 0, 50 * time.Millisecond, false, nil},
+		call{"shop-db", "SELECT cart", 10 * time.Millisecond, 20 * time.Millisecond, false, map[string]any{"db.system": "postgresql"}})
+	add(0xa2, call{"shop-web", "POST /pay", time.Second, 1500 * time.Millisecond, false, nil},
+		call{"shop-pay", "charge", time.Second + 100*time.Millisecond, time.Second, true,
+			map[string]any{"payment.provider": "acme", "db.system": "postgresql"}})
+	add(0xa3, call{"shop-web", "GET /cart", 2 * time.Second, 200 * time.Millisecond, false, nil})
+	add(0xa4, call{"shop-admin", "GET /report", 3 * time.Second, 5 * time.Second, false, nil})
 
 	search := func(f store.TracesFilter) []string {
 		t.Helper()
@@ -456,6 +459,13 @@ func TestSearchTraces(t *testing.T) {
 	}
 	assert.Equal(t, []string{"a4", "a3", "a2", "a1"}, search(store.TracesFilter{}), "newest first")
 	assert.Equal(t, []string{"a4", "a3"}, search(store.TracesFilter{Limit: 2}))
+	assert.Equal(t, []string{"a2", "a1"}, search(store.TracesFilter{Limit: 2, Offset: 2}), "the next page")
+	assert.Empty(t, search(store.TracesFilter{Limit: 2, Offset: 4}))
+	pg := store.AttributeFilter{Key: "db.system", Value: "postgresql"}
+	assert.Equal(t, []string{"a2", "a1"}, search(store.TracesFilter{Attributes: []store.AttributeFilter{pg}}))
+	assert.Equal(t, []string{"a2"}, search(store.TracesFilter{Attributes: []store.AttributeFilter{pg,
+		{Key: "payment.provider", Value: "acme"}}}), "every filter, on any span")
+	assert.Empty(t, search(store.TracesFilter{Attributes: []store.AttributeFilter{{Key: "db.system'] OR 1=1 --", Value: "x"}}}))
 	assert.Equal(t, []string{"a3", "a2", "a1"}, search(store.TracesFilter{Service: "shop-web"}))
 	assert.Equal(t, []string{"a1"}, search(store.TracesFilter{Service: "shop-db"}), "any service the trace crosses")
 	assert.Equal(t, []string{"a3", "a1"}, search(store.TracesFilter{Operation: "GET /cart"}), "the root span's name")

@@ -1,7 +1,10 @@
 -- Trace search from the per-trace index, newest first in a stable order: no
 -- span is read. A trace belongs to the window when it started in it.
 -- service matches any service the trace crosses, operation its root span's
--- name; durations are end − start in nanoseconds, inclusive.
+-- name; durations are end − start in nanoseconds, inclusive. The attrs slot
+-- below becomes one `AND trace_id IN (spans with attributes[<key N>] =
+-- <value N> in the window)` per attribute filter, keys and values bound as
+-- parameters.
 SELECT
     trace_id,
     root_service,
@@ -32,5 +35,6 @@ WHERE start >= fromUnixTimestamp64Nano({start_ns:Int64})
   AND toInt64(toUnixTimestamp64Nano(end)) - toInt64(toUnixTimestamp64Nano(start)) >= {min_duration_ns:Int64}
   AND ({max_duration_ns:Int64} = 0 OR toInt64(toUnixTimestamp64Nano(end)) - toInt64(toUnixTimestamp64Nano(start)) <= {max_duration_ns:Int64})
   AND ({errors_only:Int64} = 0 OR error_count > 0)
+  ${attrs}
 ORDER BY start DESC, trace_id
-LIMIT {limit:Int64}
+LIMIT {limit:Int64} OFFSET {offset:Int64}
