@@ -19,9 +19,9 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// BenchmarkLogIngest runs the collector with its logs pipeline (the
-// tracesift_logs processor linking and parsing every line, the embedded
-// ClickHouse storing it) and sends it 1000-line requests of Logback-style
+// BenchmarkLogIngest runs the collector with its logs pipeline as shipped
+// (the tracesift_logs processor linking and parsing every line, the
+// embedded ClickHouse storing it in 100 000-line inserts) and sends it 1000-line requests of Logback-style
 // lines from 4 connections, first over the Loki push API (snappy protobuf),
 // then over OTLP/HTTP (protobuf), TRACESIFT_BENCH_LOG_DURATION (20 s) each
 // after a 3 s warm-up. It reports accepted lines/s and lines per server
@@ -61,11 +61,12 @@ processors:
   tracesift_logs: {}
 exporters:
   tracesift: {}
+  tracesift/logs: {sending_queue: {batch: {min_size: 100000, flush_timeout: 2s}}}
 service:
   extensions: [tracesift_store, tracesift_query%s]
   pipelines:
     traces: {receivers: [tracesift_otlp], exporters: [tracesift]}
-    logs: {receivers: [tracesift_otlp, tracesift_loki], processors: [tracesift_logs], exporters: [tracesift]}
+    logs: {receivers: [tracesift_otlp, tracesift_loki], processors: [tracesift_logs], exporters: [tracesift/logs]}
   telemetry:
     metrics: {readers: [{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]}
 `, filepath.Join(dir, "data"), query, pprofExt, otlp, loki, pprofName, metrics)
