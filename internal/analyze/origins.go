@@ -120,18 +120,19 @@ func (ix *index) timeouts(out []Finding, opts Options) []Finding {
 		if n, top := ix.ancestorsMarked(i, marks); n > 0 {
 			b.WriteString("; it propagated up " + plural(n, "span", "spans") + " to " + spanLabel(ix.span(top)))
 		}
-		if len(origins) > 1 {
-			b.WriteString(" (" + itoa(k+1) + " of " + itoa(len(origins)) + " timeout origins)")
-		}
-		out = append(out, Finding{
-			Kind:    KindTimeout,
-			SpanIDs: []string{s.SpanID},
-			Service: s.Service,
-			Value:   ms(ix.dur(i)),
-			Summary: b.String(),
-		})
+		out = append(out, ix.originFinding(KindTimeout, "timeout", i, k, len(origins), &b))
 	}
 	return out
+}
+
+// originFinding is the finding about origin i, the k-th of n, whose summary
+// b holds so far; value is the span's duration in ms.
+func (ix *index) originFinding(kind, what string, i int32, k, n int, b *strings.Builder) Finding {
+	if n > 1 {
+		b.WriteString(" (" + itoa(k+1) + " of " + itoa(n) + " " + what + " origins)")
+	}
+	s := ix.span(i)
+	return Finding{Kind: kind, SpanIDs: []string{s.SpanID}, Service: s.Service, Value: ms(ix.dur(i)), Summary: b.String()}
 }
 
 func (ix *index) errorOrigins(out []Finding, opts Options) []Finding {
@@ -156,16 +157,7 @@ func (ix *index) errorOrigins(out []Finding, opts Options) []Finding {
 		case ix.parent[i] >= 0:
 			b.WriteString("; no caller failed because of it")
 		}
-		if len(origins) > 1 {
-			b.WriteString(" (" + itoa(k+1) + " of " + itoa(len(origins)) + " error origins)")
-		}
-		out = append(out, Finding{
-			Kind:    KindErrorOrigin,
-			SpanIDs: []string{s.SpanID},
-			Service: s.Service,
-			Value:   ms(ix.dur(i)),
-			Summary: b.String(),
-		})
+		out = append(out, ix.originFinding(KindErrorOrigin, "error", i, k, len(origins), &b))
 	}
 	return out
 }

@@ -302,7 +302,8 @@ func tracesOf(td ptrace.Traces, whole map[pcommon.TraceID]bool) []*analyzedTrace
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
 		rs := rss.At(i)
-		service, host := serviceAndHost(rs.Resource().Attributes())
+		attrs := rs.Resource().Attributes()
+		service, host := store.ServiceName(attrs), store.HostName(attrs)
 		sss := rs.ScopeSpans()
 		for j := range sss.Len() {
 			spans := sss.At(j).Spans()
@@ -376,12 +377,6 @@ func stringMap(m pcommon.Map) map[string]string {
 		out[k] = v.AsString()
 	}
 	return out
-}
-
-// serviceAndHost name a resource's service and host as the store does.
-func serviceAndHost(attrs pcommon.Map) (service, host string) {
-	service = store.ServiceName(attrs)
-	return service, store.HostName(attrs)
 }
 
 // subjectOf is what a finding is about, for aggregation across traces: the

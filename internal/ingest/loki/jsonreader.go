@@ -107,6 +107,41 @@ func (r *jsonReader) more(closing byte, first bool) (bool, error) {
 	return true, nil
 }
 
+// members calls member for each member of the object whose '{' has been
+// read, with the member's key (valid until the next key is read) and the
+// reader at the member's value, which member must read; then it reads the
+// closing '}'.
+func (r *jsonReader) members(member func(key []byte) error) error {
+	for first := true; ; first = false {
+		more, err := r.more('}', first)
+		if err != nil || !more {
+			return err
+		}
+		k, err := r.key()
+		if err != nil {
+			return err
+		}
+		if err := member(k); err != nil {
+			return err
+		}
+	}
+}
+
+// elements calls elem for each element of the array whose '[' has been read,
+// with the reader at the element, which elem must read; then it reads the
+// closing ']'.
+func (r *jsonReader) elements(elem func() error) error {
+	for first := true; ; first = false {
+		more, err := r.more(']', first)
+		if err != nil || !more {
+			return err
+		}
+		if err := elem(); err != nil {
+			return err
+		}
+	}
+}
+
 // key reads an object member's key and the ':' after it. The result is
 // valid until the next call of key.
 func (r *jsonReader) key() ([]byte, error) {

@@ -315,15 +315,8 @@ func (d *decoder) flatten(st *lineState, depth int) error {
 	r.pos++ // '{'
 	base := len(d.path)
 	defer func() { d.path = d.path[:base] }()
-	for first := true; ; first = false {
-		more, err := r.more('}', first)
-		if err != nil || !more {
-			return err
-		}
-		k, err := r.key()
-		if err != nil {
-			return err
-		}
+	return r.members(func(k []byte) error {
+		var err error
 		d.path = d.path[:base]
 		if base > 0 {
 			d.path = append(d.path, '.')
@@ -358,10 +351,8 @@ func (d *decoder) flatten(st *lineState, depth int) error {
 				d.numberMember(st, num)
 			}
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 var trueText, falseText = []byte("true"), []byte("false")

@@ -70,39 +70,17 @@ func (d *decoder) decodePushJSON(body []byte, ld plog.Logs) error {
 	if err := r.consume('{', "'{' (a Loki push request object)"); err != nil {
 		return err
 	}
-	for first := true; ; first = false {
-		more, err := r.more('}', first)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
-		key, err := r.key()
-		if err != nil {
-			return err
-		}
+	err := r.members(func(key []byte) error {
 		if string(key) != "streams" || r.peek() == 'n' {
-			if err := r.skip(1); err != nil {
-				return err
-			}
-			continue
+			return r.skip(1)
 		}
 		if err := r.consume('[', `'[' (the "streams" array)`); err != nil {
 			return err
 		}
-		for first := true; ; first = false {
-			more, err := r.more(']', first)
-			if err != nil {
-				return err
-			}
-			if !more {
-				break
-			}
-			if err := d.jsonStream(ld); err != nil {
-				return err
-			}
-		}
+		return r.elements(func() error { return d.jsonStream(ld) })
+	})
+	if err != nil {
+		return err
 	}
 	if !r.atEnd() {
 		return r.unexpected("end of input after the push request")
@@ -120,18 +98,8 @@ func (d *decoder) jsonStream(ld plog.Logs) error {
 	d.labels = d.labels[:0]
 	var streamFlags recFlags
 	var labelsText []byte
-	for first := true; ; first = false {
-		more, err := r.more('}', first)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
-		key, err := r.key()
-		if err != nil {
-			return err
-		}
+	err := r.members(func(key []byte) error {
+		var err error
 		switch {
 		case r.peek() == 'n': // null: as if absent
 			err = r.literal("null")
@@ -149,9 +117,10 @@ func (d *decoder) jsonStream(ld plog.Logs) error {
 		default:
 			err = r.skip(1)
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if labelsText != nil && len(d.labels) == 0 {
 		var err error
@@ -178,33 +147,24 @@ func (d *decoder) jsonPairs(dst []labelPair, f *recFlags, bad reason) ([]labelPa
 		return dst, nil
 	}
 	r.pos++
-	for first := true; ; first = false {
-		more, err := r.more('}', first)
-		if err != nil || !more {
-			return dst, err
-		}
-		k, err := r.key()
-		if err != nil {
-			return dst, err
-		}
+	err := r.members(func(k []byte) error {
 		name := d.internKey(k)
-		var v []byte
 		if r.peek() == 'n' { // null: as if absent
-			if err := r.literal("null"); err != nil {
-				return dst, err
-			}
-			continue
+			return r.literal("null")
 		}
+		var v []byte
+		var err error
 		if r.peek() == '"' {
 			v, err = r.strValue()
 		} else {
 			v, err = r.raw(2)
 		}
-		if err != nil {
-			return dst, err
+		if err == nil {
+			dst = append(dst, labelPair{name: name, value: string(v)})
 		}
-		dst = append(dst, labelPair{name: name, value: string(v)})
-	}
+		return err
+	})
+	return dst, err
 }
 
 func (d *decoder) jsonEntries(lrs plog.LogRecordSlice, legacy bool) error {
@@ -212,13 +172,10 @@ func (d *decoder) jsonEntries(lrs plog.LogRecordSlice, legacy bool) error {
 	if err := r.consume('[', "'[' (an array of entries)"); err != nil {
 		return err
 	}
-	for first := true; ; first = false {
-		more, err := r.more(']', first)
-		if err != nil || !more {
-			return err
-		}
+	return r.elements(func() error {
 		lr := d.newRecord(lrs)
 		var f recFlags
+		var err error
 		d.meta = d.meta[:0]
 		switch c := r.peek(); {
 		case !legacy && c == '[':
@@ -239,7 +196,8 @@ func (d *decoder) jsonEntries(lrs plog.LogRecordSlice, legacy bool) error {
 		}
 		d.putMeta(lr, &f)
 		d.flags = append(d.flags, f)
-	}
+		return nil
+	})
 }
 
 // jsonEntry reads ["<unix ns>", "<line>", {structured metadata}].
@@ -247,14 +205,8 @@ func (d *decoder) jsonEntry(lr plog.LogRecord, f *recFlags) error {
 	r := &d.json
 	r.pos++ // '['
 	n := 0
-	for first := true; ; first = false {
-		more, err := r.more(']', first)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
+	err := r.elements(func() error {
+		var err error
 		switch n {
 		case 0:
 			err = d.jsonTimestamp(lr, f)
@@ -277,10 +229,11 @@ func (d *decoder) jsonEntry(lr plog.LogRecord, f *recFlags) error {
 		default: // Loki ignores what follows, so do we
 			err = r.skip(2)
 		}
-		if err != nil {
-			return err
-		}
 		n++
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if n < 2 {
 		lr.Body().SetStr("")
@@ -326,18 +279,8 @@ func (d *decoder) jsonLegacyEntry(lr plog.LogRecord, f *recFlags) error {
 	r := &d.json
 	r.pos++ // '{'
 	gotTS := false
-	for first := true; ; first = false {
-		more, err := r.more('}', first)
-		if err != nil {
-			return err
-		}
-		if !more {
-			break
-		}
-		k, err := r.key()
-		if err != nil {
-			return err
-		}
+	err := r.members(func(k []byte) error {
+		var err error
 		switch {
 		case (string(k) == "ts" || string(k) == "timestamp") && r.peek() == '"':
 			var v []byte
@@ -358,9 +301,10 @@ func (d *decoder) jsonLegacyEntry(lr plog.LogRecord, f *recFlags) error {
 		default:
 			err = r.skip(2)
 		}
-		if err != nil {
-			return err
-		}
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	if !gotTS {
 		*f |= flagOf(reasonBadTimestamp)
