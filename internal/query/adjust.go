@@ -1,8 +1,9 @@
 package query
 
 import (
-	"math"
+	"cmp"
 	"slices"
+	"time"
 
 	"github.com/tracesift/tracesift/internal/analyze"
 	"github.com/tracesift/tracesift/internal/clockskew"
@@ -41,31 +42,19 @@ func adjustTimes(t *store.Trace) {
 			}
 		}
 	}
-	shift := func(host string, ts uint64) uint64 {
-		off := t.ClockOffsets[host]
-		switch {
-		case off > 0 && uint64(off) > ts:
-			return 0
-		case off < 0 && ts > math.MaxUint64-uint64(-off):
-			return math.MaxUint64
-		}
-		return uint64(int64(ts) - off)
+	var adj clockskew.Adjustments
+	for host, off := range t.ClockOffsets {
+		adj.Hosts = append(adj.Hosts, clockskew.HostOffset{Host: host, Offset: time.Duration(off)})
 	}
 	for i := range t.Spans {
 		s := &t.Spans[i]
-		s.AdjustedStartTimeUnixNano, s.AdjustedEndTimeUnixNano = shift(s.Host, s.StartTimeUnixNano), shift(s.Host, s.EndTimeUnixNano)
+		s.AdjustedStartTimeUnixNano, s.AdjustedEndTimeUnixNano = adj.Time(s.Host, s.StartTimeUnixNano), adj.Time(s.Host, s.EndTimeUnixNano)
 	}
 	for i := range t.Logs {
 		l := &t.Logs[i]
-		l.AdjustedTimeUnixNano = shift(l.Host, l.TimeUnixNano)
+		l.AdjustedTimeUnixNano = adj.Time(l.Host, l.TimeUnixNano)
 	}
 	slices.SortStableFunc(t.Logs, func(a, b store.Log) int {
-		switch {
-		case a.AdjustedTimeUnixNano < b.AdjustedTimeUnixNano:
-			return -1
-		case a.AdjustedTimeUnixNano > b.AdjustedTimeUnixNano:
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.AdjustedTimeUnixNano, b.AdjustedTimeUnixNano)
 	})
 }
