@@ -2,6 +2,7 @@ package query
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -90,6 +91,11 @@ func timeParam(v string, def time.Time) (int64, error) {
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
 		return 0, fmt.Errorf("%q: want Unix nanoseconds or RFC 3339 (2026-11-30T10:00:00Z)", v)
+	}
+	// Unix nanoseconds in an int64 span 1970 to 2262; UnixNano wraps
+	// outside it.
+	if t.Before(time.Unix(0, 0)) || t.After(time.Unix(0, math.MaxInt64)) {
+		return 0, fmt.Errorf("%q: times are from 1970-01-01T00:00:00Z to 2262-04-11T23:47:16Z", v)
 	}
 	return t.UnixNano(), nil
 }

@@ -8,9 +8,14 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
+	"hash/crc32"
 	"regexp"
 	"strings"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // ErrNotFound is returned by readers when the requested trace is not stored.
@@ -44,13 +49,71 @@ func ValidDatabaseName(name string) bool { return identRe.MatchString(name) }
 // InsertStatement is an INSERT of JSONEachRow rows carried inline after the
 // FORMAT clause, which ClickHouse streams without parsing them as SQL. It
 // copies the rows once.
+//
+// Inserts are idempotent: the deduplication token is a hash of the rows, so a
+// batch sent again after a failure whose outcome was unknown (a timeout after
+// the server had written it) is dropped by the table, whose schema keeps the
+// tokens of its last inserts (non_replicated_deduplication_window, schema
+// 004), and by the materialized views fed from it.
 func InsertStatement(table string, jsonEachRow []byte) string {
-	const format = " FORMAT JSONEachRow\n"
+	const (
+		settings = " SETTINGS deduplicate_blocks_in_dependent_materialized_views = 1, insert_deduplication_token = '"
+		format   = "' FORMAT JSONEachRow\n"
+	)
+	tok := insertToken(jsonEachRow)
 	var b strings.Builder
-	b.Grow(len("INSERT INTO ") + len(table) + len(format) + len(jsonEachRow))
+	b.Grow(len("INSERT INTO ") + len(table) + len(settings) + len(tok) + len(format) + len(jsonEachRow))
 	b.WriteString("INSERT INTO ")
 	b.WriteString(table)
+	b.WriteString(settings)
+	b.WriteString(tok)
 	b.WriteString(format)
 	b.Write(jsonEachRow)
 	return b.String()
+}
+
+// insertToken is the deduplication token of a batch of rows, in hex: its
+// length and two hashes of it. Two batches with the same token are the same
+// rows.
+func insertToken(rows []byte) string {
+	var t [16]byte
+	binary.BigEndian.PutUint64(t[:8], xxhash.Sum64(rows))
+	binary.BigEndian.PutUint32(t[8:12], uint32(len(rows)))
+	binary.BigEndian.PutUint32(t[12:], crc32.ChecksumIEEE(rows))
+	return hex.EncodeToString(t[:])
+}
+
+// codeRe finds the ClickHouse error code in an error's text: chDB writes
+// "Code: 27. DB::Exception: …", clickhouse-go "code: 27, message: …".
+var codeRe = regexp.MustCompile(`(?i)\bcode: (\d+)`)
+
+// permanentCodes are the ClickHouse errors that the same insert would meet
+// again: the rows themselves are wrong for the table. Everything else (a
+// network error, a server restarting, "too many parts", a memory limit) may
+// pass, so the insert is worth retrying.
+var permanentCodes = map[string]bool{
+	"6":   true, // CANNOT_PARSE_TEXT
+	"8":   true, // THERE_IS_NO_COLUMN
+	"16":  true, // NO_SUCH_COLUMN_IN_TABLE
+	"26":  true, // CANNOT_PARSE_QUOTED_STRING
+	"27":  true, // CANNOT_PARSE_INPUT_ASSERTION_FAILED
+	"38":  true, // CANNOT_PARSE_DATE
+	"41":  true, // CANNOT_PARSE_DATETIME
+	"53":  true, // TYPE_MISMATCH
+	"62":  true, // SYNTAX_ERROR
+	"69":  true, // ARGUMENT_OUT_OF_BOUND
+	"70":  true, // CANNOT_CONVERT_TYPE
+	"72":  true, // CANNOT_PARSE_NUMBER
+	"117": true, // INCORRECT_DATA
+	"131": true, // TOO_LARGE_STRING_SIZE
+}
+
+// IsPermanent reports whether err, from a Conn, says the statement can never
+// succeed as it is, so retrying it is pointless.
+func IsPermanent(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := codeRe.FindStringSubmatch(err.Error())
+	return m != nil && permanentCodes[m[1]]
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -159,19 +160,53 @@ func (a *analyzer) stop() {
 }
 
 // findingsFlush is how often queued findings are inserted: every insert is a
-// part ClickHouse merges later, so they are few and large.
-const findingsFlush = time.Second
+// part ClickHouse merges later, so they are few and large. (Variables for
+// the tests.)
+var findingsFlush = time.Second
+
+// maxPendingFindings bounds the findings and clock rows the writer holds
+// while the store fails; beyond it the oldest batch is dropped and counted.
+const maxPendingFindings = 200_000
+
+// Backoff between failed inserts of findings: doubling from the first to
+// the cap, each wait drawn within ±50 % so that restarted writers spread out.
+var (
+	findingsRetryFirst = time.Second
+	findingsRetryCap   = 30 * time.Second
+)
+
+// retryDelay is the wait after the n-th failure in a row (n ≥ 1).
+func retryDelay(n int, rnd *rand.Rand) time.Duration {
+	d := findingsRetryCap
+	if n < 16 {
+		d = min(findingsRetryFirst<<(n-1), findingsRetryCap)
+	}
+	return d/2 + time.Duration(rnd.Int64N(int64(d)))
+}
 
 // write inserts queued findings, once per findingsFlush at most, or sooner
-// when 10000 are waiting.
+// when 10000 are waiting. A failed insert is retried with the same rows
+// (inserts are idempotent) after a backoff, while new batches keep queueing
+// up to maxPendingFindings.
 func (a *analyzer) write() {
 	defer close(a.done)
-	var batch analysisBatch
+	var (
+		pending  []analysisBatch
+		rows     int
+		failures int
+		retryAt  time.Time
+		rnd      = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x7ace))
+	)
 	tick := time.NewTicker(findingsFlush)
 	defer tick.Stop()
-	flush := func() {
-		if len(batch.findings)+len(batch.clocks) == 0 {
+	flush := func(now time.Time, final bool) {
+		if rows == 0 || (!final && now.Before(retryAt)) {
 			return
+		}
+		var batch analysisBatch
+		for _, b := range pending {
+			batch.findings = append(batch.findings, b.findings...)
+			batch.clocks = append(batch.clocks, b.clocks...)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := a.writer.WriteFindings(ctx, batch.findings)
@@ -179,27 +214,48 @@ func (a *analyzer) write() {
 			err = a.writer.WriteClockOffsets(ctx, batch.clocks)
 		}
 		cancel()
-		if err != nil {
+		switch {
+		case err == nil:
+			pending, rows, failures = pending[:0], 0, 0
+		case final || store.IsPermanent(err):
 			a.tel.findingsDropped.Add(context.Background(), int64(len(batch.findings)))
 			a.logger.Error("Writing findings and clock offsets failed; they are lost (tracesift_sampler_findings_dropped)",
 				zap.Int("findings", len(batch.findings)), zap.Int("clock_offsets", len(batch.clocks)), zap.Error(err))
+			pending, rows, failures = pending[:0], 0, 0
+		default:
+			failures++
+			delay := retryDelay(failures, rnd)
+			retryAt = now.Add(delay)
+			if failures == 1 {
+				a.logger.Warn("Writing findings failed; retrying with backoff while they queue up",
+					zap.Int("findings", len(batch.findings)), zap.Duration("retry_in", delay), zap.Error(err))
+			}
 		}
-		batch.findings, batch.clocks = batch.findings[:0], batch.clocks[:0]
 	}
 	for {
 		select {
 		case b, ok := <-a.queue:
 			if !ok {
-				flush()
+				flush(time.Now(), true)
 				return
 			}
-			batch.findings = append(batch.findings, b.findings...)
-			batch.clocks = append(batch.clocks, b.clocks...)
-			if len(batch.findings)+len(batch.clocks) >= 10000 {
-				flush()
+			pending = append(pending, b)
+			rows += len(b.findings) + len(b.clocks)
+			for rows > maxPendingFindings && len(pending) > 1 {
+				old := pending[0]
+				pending = pending[1:]
+				rows -= len(old.findings) + len(old.clocks)
+				a.tel.findingsDropped.Add(context.Background(), int64(len(old.findings)))
+				a.dropped.Do(func() {
+					a.logger.Warn("The store is not keeping up with findings; dropping the oldest (counted in "+
+						"tracesift_sampler_findings_dropped, logged once)", zap.Int("findings", len(old.findings)))
+				})
 			}
-		case <-tick.C:
-			flush()
+			if rows >= 10000 {
+				flush(time.Now(), false)
+			}
+		case now := <-tick.C:
+			flush(now, false)
 		}
 	}
 }

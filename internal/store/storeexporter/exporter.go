@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -38,7 +39,10 @@ type Config struct {
 	// pushes back on the sampler instead of dropping kept traces.
 	QueueConfig configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
 	// BackOffConfig retries failed writes (the Collector's
-	// retry_on_failure). Default: on.
+	// retry_on_failure). Default: on, with exponential backoff (5 s doubling
+	// by 1.5 up to 30 s, ±50 % jitter) and no time limit: while the store is
+	// down, batches wait in the queue, and once it is full the sampler
+	// pushes back on receivers rather than dropping kept traces.
 	BackOffConfig configretry.BackOffConfig `mapstructure:"retry_on_failure"`
 }
 
@@ -50,10 +54,19 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// defaultQueueItems bounds the spans or log records waiting for the store:
+// about 0.5 GiB of decoded pdata at its worst, reached only while the store
+// is failing.
+const defaultQueueItems = 500_000
+
 func createDefaultConfig() component.Config {
 	q := exporterhelper.NewDefaultQueueConfig()
 	q.BlockOnOverflow = true
 	q.NumConsumers = 2
+	// Bounded in spans or log records, not requests, so that the memory a
+	// store outage can hold does not depend on how the items were batched.
+	q.Sizer = exporterhelper.RequestSizerTypeItems
+	q.QueueSize = defaultQueueItems
 	// Few large inserts: every insert makes a part that ClickHouse merges
 	// later, and at 200 ms batches the merges cost more CPU than sampling
 	// (measured with make bench). Kept traces and logs wait at most a
@@ -61,10 +74,12 @@ func createDefaultConfig() component.Config {
 	b := q.Batch.GetOrInsertDefault()
 	b.FlushTimeout = time.Second
 	b.MinSize = 20000
+	retry := configretry.NewDefaultBackOffConfig()
+	retry.MaxElapsedTime = 0 // never give up: the queue's bound pushes back instead
 	return &Config{
 		Store:         component.NewID(storeext.Type),
 		QueueConfig:   configoptional.Some(q),
-		BackOffConfig: configretry.NewDefaultBackOffConfig(),
+		BackOffConfig: retry,
 	}
 }
 
@@ -126,12 +141,25 @@ func (e *storeExporter) account(ctx context.Context, signal string, st store.Wri
 func (e *storeExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	st, err := e.writer.WriteTraces(ctx, td)
 	e.account(ctx, "traces", st)
-	return err
+	return classify(err)
 }
 
 func (e *storeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	st, err := e.writer.WriteLogs(ctx, ld)
 	e.account(ctx, "logs", st)
+	return classify(err)
+}
+
+// classify marks the errors that a retry would meet again as permanent, so
+// the retry loop drops that batch (counted in otelcol_exporter_send_failed_*
+// and logged by the Collector's exporter helper) instead of holding the
+// queue. Every other error is retried: inserts are idempotent (see
+// store.InsertStatement), so a retry after an unknown outcome stores nothing
+// twice.
+func classify(err error) error {
+	if store.IsPermanent(err) {
+		return consumererror.NewPermanent(err)
+	}
 	return err
 }
 
