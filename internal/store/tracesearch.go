@@ -43,8 +43,19 @@ type TraceSummary struct {
 	Services          []string `json:"services"`
 }
 
+// searchCandidates is how many rows of trace_summaries a search takes for a
+// page: twice the page's end, since a trace whose spans came in several
+// inserts has several rows, and a part of a trace may pass a filter that the
+// whole trace does not. When the page comes out short, the search runs once
+// more with wideCandidates: the short page may be all there is (then the
+// window was read whole anyway) or candidates that failed the exact filters
+// may have crowded out the ones that pass.
+func searchCandidates(limit, offset int) int64 { return 2*int64(limit+offset) + 16 }
+
+func wideCandidates(limit, offset int) int64 { return 64*int64(limit+offset) + 1024 }
+
 // SearchTraces returns the summaries of the traces matching f, newest first,
-// from the per-trace index alone.
+// from the per-trace tables alone (spans are read for attribute filters).
 func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSummary, error) {
 	errorsOnly := int64(0)
 	if f.ErrorsOnly {
@@ -55,7 +66,8 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSumma
 	}
 	p := Params{"start_ns": f.Start, "end_ns": f.End, "service": f.Service, "operation": f.Operation,
 		"min_duration_ns": f.MinDuration.Nanoseconds(), "max_duration_ns": f.MaxDuration.Nanoseconds(),
-		"errors_only": errorsOnly, "limit": int64(f.Limit), "offset": int64(f.Offset)}
+		"errors_only": errorsOnly, "limit": int64(f.Limit), "offset": int64(f.Offset),
+		"candidates": searchCandidates(f.Limit, f.Offset)}
 	var attrs strings.Builder
 	for i, a := range f.Attributes {
 		k, v := fmt.Sprintf("ak%d", i), fmt.Sprintf("av%d", i)
@@ -66,8 +78,21 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSumma
 			"AND timestamp <= fromUnixTimestamp64Nano({end_ns:Int64}) + INTERVAL 1 HOUR) ", r.spansTable, k, v)
 		p[k], p[v] = a.Key, a.Value
 	}
+	query := strings.ReplaceAll(r.traceSearch, "${attrs}", attrs.String())
+	out, err := r.searchTraces(ctx, query, p)
+	if err == nil && len(out) < f.Limit {
+		p["candidates"] = wideCandidates(f.Limit, f.Offset)
+		out, err = r.searchTraces(ctx, query, p)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("searching traces: %w", err)
+	}
+	return out, nil
+}
+
+func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]TraceSummary, error) {
 	out := []TraceSummary{}
-	err := r.conn.Query(ctx, strings.ReplaceAll(r.traceSearch, "${attrs}", attrs.String()), p, func(b []byte) error {
+	err := r.conn.Query(ctx, query, p, func(b []byte) error {
 		var row struct {
 			TraceID     string   `json:"trace_id"`
 			RootService string   `json:"root_service"`
@@ -93,10 +118,7 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSumma
 		out = append(out, s)
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("searching traces: %w", err)
-	}
-	return out, nil
+	return out, err
 }
 
 // Services returns the services of the traces stored between start and end.
