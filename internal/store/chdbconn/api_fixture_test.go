@@ -224,25 +224,25 @@ func TestSearchAPIFixture(t *testing.T) {
 		}
 		return got
 	}
-	all := fixtureIDs(0x37, 0x34, 0x35, 0x3b, 0x3c, 0x32, 0x31)
+	all := fixtureIDs(0x37, 0x35, 0x34, 0x3c, 0x3b, 0x32, 0x31)
 
 	tests := []struct {
 		name   string
 		params url.Values
 		want   []string
 	}{
-		{"newest first, equal start times by trace id", fixtureWindow(), all},
-		{"service: any the trace crosses", fixtureWindow("service", "shop-web"), fixtureIDs(0x37, 0x34, 0x3b, 0x3c, 0x32, 0x31)},
+		{"newest first, equal start times by trace id, descending", fixtureWindow(), all},
+		{"service: any the trace crosses", fixtureWindow("service", "shop-web"), fixtureIDs(0x37, 0x34, 0x3c, 0x3b, 0x32, 0x31)},
 		{"service of a child span", fixtureWindow("service", "shop-db"), fixtureIDs(0x31)},
 		{"service of a span written late", fixtureWindow("service", "shop-pay"), fixtureIDs(0x32)},
 		{"service unknown", fixtureWindow("service", "shop"), fixtureIDs()},
-		{"operation: the root span's name", fixtureWindow("operation", "GET /cart"), fixtureIDs(0x34, 0x3b, 0x3c, 0x31)},
+		{"operation: the root span's name", fixtureWindow("operation", "GET /cart"), fixtureIDs(0x34, 0x3c, 0x3b, 0x31)},
 		{"operation of a child span is not a root's", fixtureWindow("operation", "charge"), fixtureIDs()},
 		{"operation with a quote", fixtureWindow("operation", "GET /it's"), fixtureIDs(0x37)},
-		{"minDuration inclusive", fixtureWindow("minDuration", "200ms"), fixtureIDs(0x35, 0x3b, 0x3c, 0x32)},
+		{"minDuration inclusive", fixtureWindow("minDuration", "200ms"), fixtureIDs(0x35, 0x3c, 0x3b, 0x32)},
 		{"minDuration above by 1ns", fixtureWindow("minDuration", "200.000001ms"), fixtureIDs(0x35, 0x3b, 0x32)},
 		{"maxDuration inclusive", fixtureWindow("maxDuration", "200ms"), fixtureIDs(0x37, 0x34, 0x3c, 0x31)},
-		{"both durations inclusive", fixtureWindow("minDuration", "50ms", "maxDuration", "1s"), fixtureIDs(0x3b, 0x3c, 0x31)},
+		{"both durations inclusive", fixtureWindow("minDuration", "50ms", "maxDuration", "1s"), fixtureIDs(0x3c, 0x3b, 0x31)},
 		{"duration to the end of a late span", fixtureWindow("minDuration", "1.7s", "maxDuration", "1.7s"), fixtureIDs(0x32)},
 		{"status=error: any span", fixtureWindow("status", "error"), fixtureIDs(0x3b, 0x32)},
 		{"attribute", fixtureWindow("attr.db.system", "postgresql"), fixtureIDs(0x32, 0x31)},
@@ -255,19 +255,19 @@ func TestSearchAPIFixture(t *testing.T) {
 		{"every filter", fixtureWindow("service", "shop-web", "operation", "GET /cart", "status", "error", "minDuration", "1s",
 			"maxDuration", "1s", "attr.http.route", "/cart"), fixtureIDs(0x3b)},
 		{"start and end in ns, inclusive",
-			url.Values{"start": {fixtureNs(2 * time.Second)}, "end": {fixtureNs(3 * time.Second)}}, fixtureIDs(0x34, 0x35, 0x3b, 0x3c)},
+			url.Values{"start": {fixtureNs(2 * time.Second)}, "end": {fixtureNs(3 * time.Second)}}, fixtureIDs(0x35, 0x34, 0x3c, 0x3b)},
 		{"start and end in RFC 3339",
-			url.Values{"start": {"2026-11-30T15:00:02Z"}, "end": {"2026-11-30T15:00:03Z"}}, fixtureIDs(0x34, 0x35, 0x3b, 0x3c)},
+			url.Values{"start": {"2026-11-30T15:00:02Z"}, "end": {"2026-11-30T15:00:03Z"}}, fixtureIDs(0x35, 0x34, 0x3c, 0x3b)},
 		{"RFC 3339 with an offset",
-			url.Values{"start": {"2026-11-30T16:00:02+01:00"}, "end": {"2026-11-30T10:00:03-05:00"}}, fixtureIDs(0x34, 0x35, 0x3b, 0x3c)},
+			url.Values{"start": {"2026-11-30T16:00:02+01:00"}, "end": {"2026-11-30T10:00:03-05:00"}}, fixtureIDs(0x35, 0x34, 0x3c, 0x3b)},
 		{"RFC 3339 with nanoseconds",
-			url.Values{"start": {"2026-11-30T15:00:02.000000001Z"}, "end": {"2026-11-30T15:00:03Z"}}, fixtureIDs(0x34, 0x35)},
-		{"end 1ns before a start", url.Values{"start": {fixtureNs(0)}, "end": {fixtureNs(3*time.Second - 1)}}, fixtureIDs(0x3b, 0x3c, 0x32, 0x31)},
+			url.Values{"start": {"2026-11-30T15:00:02.000000001Z"}, "end": {"2026-11-30T15:00:03Z"}}, fixtureIDs(0x35, 0x34)},
+		{"end 1ns before a start", url.Values{"start": {fixtureNs(0)}, "end": {fixtureNs(3*time.Second - 1)}}, fixtureIDs(0x3c, 0x3b, 0x32, 0x31)},
 		{"a window before", url.Values{"start": {fixtureNs(-3 * time.Hour)}, "end": {fixtureNs(-time.Hour)}}, fixtureIDs(0x30)},
-		{"a page", fixtureWindow("limit", "2", "offset", "2"), fixtureIDs(0x35, 0x3b)},
+		{"a page", fixtureWindow("limit", "2", "offset", "2"), fixtureIDs(0x34, 0x3c)},
 		{"the last page, short", fixtureWindow("limit", "3", "offset", "6"), fixtureIDs(0x31)},
 		{"past the end", fixtureWindow("limit", "3", "offset", "7"), fixtureIDs()},
-		{"a page of a filtered search", fixtureWindow("service", "shop-web", "limit", "2", "offset", "1"), fixtureIDs(0x34, 0x3b)},
+		{"a page of a filtered search", fixtureWindow("service", "shop-web", "limit", "2", "offset", "1"), fixtureIDs(0x34, 0x3c)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

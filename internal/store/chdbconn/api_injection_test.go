@@ -250,7 +250,7 @@ func TestInjectionInEveryParameter(t *testing.T) {
 	assert.Equal(t, databasesBefore, databases(), "every database still there")
 	code, body := apiGet(t, h, "/api/v1/traces", url.Values{"start": {"0"}, "end": {fixtureNs(time.Hour)}})
 	require.Equal(t, http.StatusOK, code)
-	assert.Equal(t, fixtureIDs(0x37, 0x34, 0x35, 0x3b, 0x3c, 0x32, 0x31, 0x30),
+	assert.Equal(t, fixtureIDs(0x37, 0x35, 0x34, 0x3c, 0x3b, 0x32, 0x31, 0x30),
 		apiEndpoint{field: "traces", key: "traceId"}.results(t, body), "the search answers as before")
 }
 

@@ -46,7 +46,7 @@ FROM
           AND ({max_duration_ns:Int64} = 0 OR duration_ns <= {max_duration_ns:Int64})
           AND ({errors_only:Int64} = 0 OR error_count > 0)
           ${attrs}
-        ORDER BY start DESC, trace_id
+        ORDER BY start DESC, trace_id DESC
         LIMIT {candidates:Int64}
     )
     GROUP BY trace_id
@@ -58,5 +58,5 @@ WHERE start_ns >= {start_ns:Int64}
   AND duration_ns >= {min_duration_ns:Int64}
   AND ({max_duration_ns:Int64} = 0 OR duration_ns <= {max_duration_ns:Int64})
   AND ({errors_only:Int64} = 0 OR error_count > 0)
-ORDER BY start_ns DESC, trace_id
+ORDER BY start_ns DESC, trace_id DESC
 LIMIT {limit:Int64} OFFSET {offset:Int64}
