@@ -9,7 +9,7 @@ export CHDB_LIB_PATH ?= $(CHDB_LIB)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build run test test-short bench bench-compare bench-logs bench-stat vet fmt clean
+.PHONY: all deps build run test test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -58,6 +58,15 @@ bench: deps
 bench-logs: deps
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench 'LogIngest|LogSearch' -benchtime 1x -timeout 60m ./bench/ | tee $(BENCH_OUT)/logs.txt
+
+## bench-store: 10 million spans (1 million traces) loaded into the embedded ClickHouse through the store's
+## writer (spans/s, spans per CPU-second), then trace by id over 1000 random ids and five trace searches timed,
+## and bytes on disk per span and trace by id beside the OpenTelemetry Collector ClickHouse exporter's schema
+## on the same spans (TRACESIFT_BENCH_STORE_SPANS, TRACESIFT_BENCH_STORE_BATCH, TRACESIFT_BENCH_STORE_WRITERS
+## to change them; about 9 minutes)
+bench-store: deps
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkStore$$' -benchtime 1x -timeout 60m ./bench/ | tee $(BENCH_OUT)/store.txt
 
 ## bench-compare: only the comparison with the Collector's tail_sampling (about 2 minutes per run)
 bench-compare: deps

@@ -1,0 +1,572 @@
+package bench
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/store/chdbconn"
+)
+
+var (
+	//go:embed testdata/otel_schema.sql
+	otelSchemaSQL string
+	//go:embed testdata/otel_trace_by_id.sql
+	otelTraceByIDSQL string
+	//go:embed testdata/otel_copy.sql
+	otelCopySQL string
+)
+
+const (
+	storeDB = "tracesift"
+	// otelDB holds the OpenTelemetry exporter's schema: chDB allows one
+	// session per process, so both schemas live in it, side by side.
+	otelDB = "otel"
+
+	storeFetches    = 1000 // trace ids fetched, drawn from all loaded traces
+	storeSearchRuns = 30   // runs of each search
+	storeLimit      = 20   // GET /api/v1/traces' default limit
+	storeRange      = time.Hour
+)
+
+// BenchmarkStore is issue 6's `make bench-store`: it loads
+// TRACESIFT_BENCH_STORE_SPANS spans (10 million by default: 1 million traces
+// of the tracing load's shape, see storeGen) over the last hour into the
+// embedded ClickHouse through the store's writer (Writer.WriteTraces, one
+// call per TRACESIFT_BENCH_STORE_BATCH spans, 50 000 by default,
+// TRACESIFT_BENCH_STORE_WRITERS calls at a time, 2 by default as the store
+// exporter's queue consumers), and reports the insert's spans/s and spans
+// per CPU-second of the process. Run it with -benchtime 1x.
+//
+// Once the merges the load started have settled, it times, over the data as
+// loaded, trace by id (Reader.GetTrace) for 1000 trace ids drawn from all
+// loaded traces and five trace searches (Reader.SearchTraces over the hour,
+// 20 a page, 30 runs each). Then it copies the same spans into the
+// OpenTelemetry Collector ClickHouse exporter's schema (testdata/
+// otel_schema.sql, in database otel of the same session), runs OPTIMIZE
+// FINAL on every table of both, and reports bytes on disk per span of each
+// (active parts of every table the schema uses) and trace by id for both
+// (the exporter's by its documented lookup-table query) and the searches
+// again. Nothing is asserted on time; a fetched trace without all its spans,
+// or a search that misses what it must find, fails the benchmark.
+func BenchmarkStore(b *testing.B) {
+	var err error
+	spans := envCount(b, "TRACESIFT_BENCH_STORE_SPANS", 10_000_000)
+	batch := min(envCount(b, "TRACESIFT_BENCH_STORE_BATCH", 50_000), spans)
+	if spans%batch != 0 {
+		b.Fatalf("TRACESIFT_BENCH_STORE_SPANS=%d is not a whole number of %d-span batches", spans, batch)
+	}
+	batches := spans / batch
+	writers := 2
+	if v := os.Getenv("TRACESIFT_BENCH_STORE_WRITERS"); v != "" {
+		if writers, err = strconv.Atoi(v); err != nil || writers < 1 || writers >= storeTemplates {
+			b.Fatalf("TRACESIFT_BENCH_STORE_WRITERS=%q: want 1 to %d concurrent writes", v, storeTemplates-1)
+		}
+	}
+	ctx := context.Background()
+	conn, err := chdbconn.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	if err := store.ApplySchema(ctx, conn, storeDB); err != nil {
+		b.Fatal(err)
+	}
+	if err := applyOTelSchema(ctx, conn); err != nil {
+		b.Fatal(err)
+	}
+	w := store.NewWriter(conn, storeDB)
+	r := store.NewReader(conn, storeDB, store.ReaderConfig{})
+
+	end := time.Now()
+	start := end.Add(-storeRange)
+	gen, err := newStoreGen(1, batch, batches, start, end, storeFetches)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ld loadStats
+	cpu0, began := cpuTime(), time.Now()
+	if ld.generating, err = loadStore(ctx, w, gen, batches, writers); err != nil {
+		b.Fatal(err)
+	}
+	ld.wall, ld.cpu = time.Since(began), cpuTime()-cpu0
+	if ld.settle, err = settleMerges(ctx, conn); err != nil {
+		b.Fatal(err)
+	}
+	ld.cpuSettled = cpuTime() - cpu0
+	loaded, err := diskUsage(ctx, conn, storeDB)
+	if err != nil {
+		b.Fatal(err)
+	}
+	window := func(f store.TracesFilter) store.TracesFilter {
+		f.Start, f.End, f.Limit = start.UnixNano(), end.UnixNano(), storeLimit
+		return f
+	}
+	page := func(f store.TracesFilter) func(int) (store.TracesFilter, string) {
+		return func(int) (store.TracesFilter, string) { return window(f), "" }
+	}
+	searches := []storeSearch{
+		{"service", page(store.TracesFilter{Service: "payments"})},
+		{"service+operation", page(store.TracesFilter{Service: "frontend", Operation: "POST /api/checkout"})},
+		{"minDuration 1s", page(store.TracesFilter{MinDuration: time.Second})},
+		{"status=error", page(store.TracesFilter{ErrorsOnly: true})},
+		// A different order id every run: the engine's query condition
+		// cache remembers which granules a filter matched, so repeating
+		// one needle would time the cache.
+		{"attr app.order.id", func(run int) (store.TracesFilter, string) {
+			f := store.TracesFilter{Attributes: []store.AttributeFilter{{Key: "app.order.id", Value: gen.needles[run]}}}
+			return window(f), gen.needleTraces[run]
+		}},
+	}
+	search := func() []timing {
+		var out []timing
+		for _, s := range searches {
+			var took []time.Duration
+			for run := range storeSearchRuns {
+				f, want := s.filter(run)
+				t0 := time.Now()
+				got, err := r.SearchTraces(ctx, f)
+				took = append(took, time.Since(t0))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if want == "" && len(got) != storeLimit || want != "" && (len(got) != 1 || got[0].TraceID != want) {
+					b.Fatalf("search %s found %d traces, want %s", s.name, len(got), cmpWant(want))
+				}
+			}
+			out = append(out, quantiles(took))
+		}
+		return out
+	}
+	ids := gen.sample
+
+	b.ResetTimer()
+	copied := false
+	for b.Loop() {
+		asLoaded := storeRun{oursDisk: loaded}
+		asLoaded.ours, _ = fetchTraces(b, ctx, conn, r, ids, false)
+		asLoaded.searches = search()
+		if !copied { // once: a second round (-benchtime 2x) finds the data as the first left it
+			if err := conn.Exec(ctx, strings.NewReplacer("${otel}", otelDB, "${db}", storeDB).Replace(otelCopySQL), nil); err != nil {
+				b.Fatal(err)
+			}
+			copied = true
+		}
+		for _, db := range []string{storeDB, otelDB} {
+			if err := optimizeFinal(ctx, conn, db); err != nil {
+				b.Fatal(err)
+			}
+		}
+		var final storeRun
+		if final.oursDisk, err = diskUsage(ctx, conn, storeDB); err != nil {
+			b.Fatal(err)
+		}
+		if final.otelDisk, err = diskUsage(ctx, conn, otelDB); err != nil {
+			b.Fatal(err)
+		}
+		if n, m := final.oursDisk.rows["spans"], final.otelDisk.rows["otel_traces"]; n != uint64(spans) || m != uint64(spans) {
+			b.Fatalf("the spans tables hold %d (tracesift) and %d (exporter) spans, want %d", n, m, spans)
+		}
+		final.ours, final.otel = fetchTraces(b, ctx, conn, r, ids, true)
+		final.searches = search()
+		where, err := whereBytesGo(ctx, conn, spans)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Print(storeReport(spans, batch, writers, ld, asLoaded, final, searches, where))
+
+		b.ReportMetric(float64(spans)/ld.wall.Seconds(), "insert-spans/s")
+		b.ReportMetric(float64(spans)/ld.cpu.Seconds(), "insert-spans/CPU-s")
+		b.ReportMetric(final.oursDisk.perSpan(spans), "disk-bytes/span")
+		b.ReportMetric(final.otelDisk.perSpan(spans), "otel-disk-bytes/span")
+		b.ReportMetric(ms(final.ours.get.p50), "ms-p50-by-id")
+		b.ReportMetric(ms(final.ours.get.p99), "ms-p99-by-id")
+		b.ReportMetric(ms(final.otel.p50), "otel-ms-p50-by-id")
+		b.ReportMetric(ms(final.otel.p99), "otel-ms-p99-by-id")
+		for i, s := range searches {
+			b.ReportMetric(ms(final.searches[i].p99), "ms-p99-search-"+metricName(s.name))
+		}
+	}
+}
+
+// storeSearch is one of the five typical trace searches.
+type storeSearch struct {
+	name string
+	// filter is the search of run 0, 1, …, and the one trace it must find
+	// ("" when it must fill a page).
+	filter func(run int) (store.TracesFilter, string)
+}
+
+func cmpWant(want string) string {
+	if want == "" {
+		return fmt.Sprintf("a full page of %d", storeLimit)
+	}
+	return "only " + want
+}
+
+// loadStats is what the load through the writer took.
+type loadStats struct {
+	wall       time.Duration // the whole load
+	generating time.Duration // of it, making batches
+	cpu        time.Duration // utime+stime of the process over the load
+	settle     time.Duration // until the merges were done
+	cpuSettled time.Duration // cpu, with the merges until then
+}
+
+type timing struct{ p50, p99 time.Duration }
+
+func quantiles(d []time.Duration) timing {
+	slices.Sort(d)
+	return timing{d[len(d)/2], d[len(d)*99/100]}
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func (t timing) String() string { return fmt.Sprintf("%6.1f / %6.1f ms", ms(t.p50), ms(t.p99)) }
+
+// storeRun is what one state of the data measured.
+type storeRun struct {
+	ours               fetchTimes
+	otel               timing
+	searches           []timing
+	oursDisk, otelDisk disk
+}
+
+type fetchTimes struct {
+	get   timing // Reader.GetTrace: window, spans, logs, findings, clock offsets
+	spans timing // its first two queries alone, as the exporter's query reads
+}
+
+func envCount(b *testing.B, key string, def int) int {
+	v := os.Getenv(key)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 10_000 {
+		b.Fatalf("%s=%q: want a number, at least 10000", key, v)
+	}
+	return n
+}
+
+// cpuTime is the CPU time of the whole process: Go and the engine's threads.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func applyOTelSchema(ctx context.Context, conn store.Conn) error {
+	for _, stmt := range strings.Split(strings.ReplaceAll(otelSchemaSQL, "${db}", otelDB), ";\n") {
+		var sql []string
+		for _, line := range strings.Split(stmt, "\n") {
+			if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+				sql = append(sql, line)
+			}
+		}
+		if s := strings.TrimSpace(strings.Join(sql, "\n")); s != "" {
+			if err := conn.Exec(ctx, s, nil); err != nil {
+				return fmt.Errorf("the exporter's schema: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// settleMerges waits until no merge has run and the number of active parts
+// has not changed for 30 s (at most ten minutes: the engine looks for merges
+// to do every few seconds, less often while it finds none) and says when the
+// last merge was seen.
+func settleMerges(ctx context.Context, conn store.Conn) (time.Duration, error) {
+	const quietFor = 30 * time.Second
+	began := time.Now()
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	type state struct {
+		Merges uint64 `json:"merges"`
+		Parts  uint64 `json:"parts"`
+	}
+	poll := func() (st state, err error) {
+		err = conn.Query(ctx, `SELECT (SELECT count() FROM system.merges WHERE database IN ({a:String}, {b:String})) AS merges,
+			(SELECT count() FROM system.parts WHERE database IN ({a:String}, {b:String}) AND active) AS parts`,
+			store.Params{"a": storeDB, "b": otelDB}, func(row []byte) error { return json.Unmarshal(row, &st) })
+		if err != nil {
+			err = fmt.Errorf("watching merges: %w", err)
+		}
+		return st, err
+	}
+	last, err := poll()
+	if err != nil {
+		return 0, err
+	}
+	lastChange := began
+	for time.Since(lastChange) < quietFor && time.Since(began) < 10*time.Minute {
+		<-tick.C
+		now, err := poll()
+		if err != nil {
+			return 0, err
+		}
+		if now.Merges > 0 || now.Parts != last.Parts {
+			lastChange = time.Now()
+		}
+		last = now
+	}
+	return lastChange.Sub(began), nil
+}
+
+// disk is what a database's tables take on disk, active parts only.
+type disk struct {
+	bytes, parts uint64
+	tables       []tableDisk
+	rows         map[string]uint64
+}
+
+type tableDisk struct {
+	Table string `json:"table"`
+	Bytes uint64 `json:"bytes"`
+	Rows  uint64 `json:"rows"`
+	Parts uint64 `json:"parts"`
+}
+
+func (d disk) perSpan(spans int) float64 { return float64(d.bytes) / float64(spans) }
+
+func diskUsage(ctx context.Context, conn store.Conn, db string) (disk, error) {
+	d := disk{rows: map[string]uint64{}}
+	err := conn.Query(ctx, `SELECT table, toUInt64(sum(bytes_on_disk)) AS bytes, toUInt64(sum(rows)) AS rows,
+		toUInt64(count()) AS parts FROM system.parts WHERE database = {db:String} AND active GROUP BY table ORDER BY bytes DESC`,
+		store.Params{"db": db}, func(row []byte) error {
+			var t tableDisk
+			if err := json.Unmarshal(row, &t); err != nil {
+				return err
+			}
+			d.bytes += t.Bytes
+			d.parts += t.Parts
+			d.tables = append(d.tables, t)
+			d.rows[t.Table] = t.Rows
+			return nil
+		})
+	if err != nil {
+		return disk{}, fmt.Errorf("reading the parts of %s: %w", db, err)
+	}
+	return d, nil
+}
+
+func optimizeFinal(ctx context.Context, conn store.Conn, db string) error {
+	var tables []string
+	err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = {db:String} AND engine LIKE '%MergeTree'",
+		store.Params{"db": db}, func(row []byte) error {
+			var t struct {
+				Name string `json:"name"`
+			}
+			err := json.Unmarshal(row, &t)
+			tables = append(tables, t.Name)
+			return err
+		})
+	if err != nil {
+		return fmt.Errorf("listing the tables of %s: %w", db, err)
+	}
+	for _, t := range tables {
+		if err := conn.Exec(ctx, "OPTIMIZE TABLE "+db+"."+t+" FINAL", nil); err != nil {
+			return fmt.Errorf("optimizing %s.%s: %w", db, t, err)
+		}
+	}
+	return nil
+}
+
+// fetchTraces times trace by id for every id: Reader.GetTrace, the
+// reader's window and spans queries alone, and, with otel, the exporter's
+// documented query. The three take turns at going first, so that none is
+// always served from what another just read.
+func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Reader, ids []string, otel bool) (fetchTimes, timing) {
+	window, spansQuery := store.Query("trace_window", storeDB), store.Query("trace_spans", storeDB)
+	otelQuery := strings.ReplaceAll(otelTraceByIDSQL, "${db}", otelDB)
+	var get, spans, exp []time.Duration
+	countRows := func(query string, p store.Params) (int, error) {
+		n := 0
+		err := conn.Query(ctx, query, p, func(row []byte) error {
+			n++
+			var m map[string]any
+			return json.Unmarshal(row, &m)
+		})
+		return n, err
+	}
+	steps := []func(id string) (int, error){
+		func(id string) (int, error) {
+			t0 := time.Now()
+			tr, err := r.GetTrace(ctx, id)
+			get = append(get, time.Since(t0))
+			if err != nil {
+				return 0, err
+			}
+			return len(tr.Spans), nil
+		},
+		func(id string) (int, error) {
+			t0 := time.Now()
+			var win struct {
+				StartNs int64 `json:"start_ns"`
+				EndNs   int64 `json:"end_ns"`
+			}
+			err := conn.Query(ctx, window, store.Params{"trace_id": id}, func(row []byte) error { return json.Unmarshal(row, &win) })
+			n := 0
+			if err == nil {
+				n, err = countRows(spansQuery, store.Params{"trace_id": id, "start_ns": win.StartNs, "end_ns": win.EndNs})
+			}
+			spans = append(spans, time.Since(t0))
+			return n, err
+		},
+	}
+	if otel {
+		steps = append(steps, func(id string) (int, error) {
+			t0 := time.Now()
+			n, err := countRows(otelQuery, store.Params{"trace_id": id})
+			exp = append(exp, time.Since(t0))
+			return n, err
+		})
+	}
+	for i, id := range ids {
+		for j := range steps {
+			k := (i + j) % len(steps)
+			n, err := steps[k](id)
+			if err != nil {
+				b.Fatalf("trace %s: %v", id, err)
+			}
+			if n != SpansPerTrace {
+				b.Fatalf("trace %s: %d spans, want %d (fetch %d of %d)", id, n, SpansPerTrace, k+1, len(steps))
+			}
+		}
+	}
+	ft := fetchTimes{get: quantiles(get), spans: quantiles(spans)}
+	if !otel {
+		return ft, timing{}
+	}
+	return ft, quantiles(exp)
+}
+
+// whereBytesGo lists the columns and skip indexes of both schemas that take
+// 0.1 bytes per span or more, compressed.
+func whereBytesGo(ctx context.Context, conn store.Conn, spans int) (string, error) {
+	var sb strings.Builder
+	for _, q := range []struct{ what, query string }{
+		{"columns", `SELECT database, table, name, data_compressed_bytes AS bytes FROM system.columns
+			WHERE database IN ({a:String}, {b:String}) AND data_compressed_bytes >= {min:UInt64} ORDER BY database, table, bytes DESC`},
+		{"skip indexes", `SELECT database, table, name, data_compressed_bytes AS bytes FROM system.data_skipping_indices
+			WHERE database IN ({a:String}, {b:String}) AND data_compressed_bytes >= {min:UInt64} ORDER BY database, table, bytes DESC`},
+	} {
+		fmt.Fprintf(&sb, "%s, compressed bytes per span (0.1 and more):\n", q.what)
+		p := store.Params{"a": storeDB, "b": otelDB, "min": uint64(spans / 10)}
+		err := conn.Query(ctx, q.query, p, func(row []byte) error {
+			var c struct {
+				Database, Table, Name string
+				Bytes                 uint64
+			}
+			if err := json.Unmarshal(row, &c); err != nil {
+				return err
+			}
+			fmt.Fprintf(&sb, "  %-48s %7.1f\n", c.Database+"."+c.Table+"."+c.Name, float64(c.Bytes)/float64(spans))
+			return nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("listing %s: %w", q.what, err)
+		}
+	}
+	return sb.String(), nil
+}
+
+func storeReport(spans, batch, writers int, ld loadStats, loaded, final storeRun, searches []storeSearch, where string) string {
+	var sb strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
+	p("store: %d spans (%d traces of %d) over %s, %d WriteTraces calls of %d spans, %d at a time\n",
+		spans, spans/SpansPerTrace, SpansPerTrace, storeRange, spans/batch, batch, writers)
+	p("insert: %.0f spans/s (%.1f s, of which %.1f s making batches)\n",
+		float64(spans)/ld.wall.Seconds(), ld.wall.Seconds(), ld.generating.Seconds())
+	p("        %.0f spans per CPU-second of the process over the load (%.1f CPU-s);\n",
+		float64(spans)/ld.cpu.Seconds(), ld.cpu.Seconds())
+	p("        the merges it started went on for %.1f s: %.0f spans per CPU-second with them (%.1f CPU-s)\n",
+		ld.settle.Seconds(), float64(spans)/ld.cpuSettled.Seconds(), ld.cpuSettled.Seconds())
+	const row = "%-50s %-26s %s\n"
+	p("\n"+row, "", "tracesift", "OTel exporter schema")
+	p(row, fmt.Sprintf("bytes on disk per span, as loaded (%d parts)", loaded.oursDisk.parts),
+		fmt.Sprintf("%.1f", loaded.oursDisk.perSpan(spans)), "-")
+	p(row, "bytes on disk per span, OPTIMIZE FINAL",
+		fmt.Sprintf("%.1f", final.oursDisk.perSpan(spans)),
+		fmt.Sprintf("%.1f (tracesift: %.0f %% of it)", final.otelDisk.perSpan(spans),
+			100*float64(final.oursDisk.bytes)/float64(max(1, final.otelDisk.bytes))))
+	for i := range max(len(final.oursDisk.tables), len(final.otelDisk.tables)) {
+		cell := func(d disk) string {
+			if i >= len(d.tables) {
+				return ""
+			}
+			return fmt.Sprintf("%s %.1f", d.tables[i].Table, float64(d.tables[i].Bytes)/float64(spans))
+		}
+		p(row, "", "  "+cell(final.oursDisk), "  "+cell(final.otelDisk))
+	}
+	p(row, "trace by id p50 / p99, as loaded", loaded.ours.get, "-")
+	p(row, "  window + spans queries alone", loaded.ours.spans, "")
+	p(row, "trace by id p50 / p99, OPTIMIZE FINAL", final.ours.get, final.otel)
+	p(row, "  window + spans queries alone", final.ours.spans, "(its one query: lookup + spans)")
+	p("\nsearches (Reader.SearchTraces, %s window, %d a page, %d runs), p50 / p99:\n", storeRange, storeLimit, storeSearchRuns)
+	p(row, "", "as loaded", "OPTIMIZE FINAL")
+	for i, s := range searches {
+		p(row, "  "+s.name, loaded.searches[i], final.searches[i])
+	}
+	p("\n%s", where)
+	return sb.String()
+}
+
+// loadStore writes batches batches from gen through w, writers WriteTraces
+// calls at a time (the store exporter's queue has two consumers), and says
+// how long making the batches took.
+func loadStore(ctx context.Context, w *store.Writer, gen *storeGen, batches, writers int) (time.Duration, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	todo := make(chan ptrace.Traces)
+	errs := make(chan error, writers)
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for td := range todo {
+				st, err := w.WriteTraces(ctx, td)
+				if err == nil && st.Written != gen.batchSpans {
+					err = fmt.Errorf("WriteTraces wrote %d of %d spans (%d invalid)", st.Written, gen.batchSpans, st.Invalid)
+				}
+				if err != nil {
+					errs <- err
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	var generating time.Duration
+send:
+	for range batches {
+		t0 := time.Now()
+		td := gen.next()
+		generating += time.Since(t0)
+		select {
+		case todo <- td:
+		case <-ctx.Done():
+			break send
+		}
+	}
+	close(todo)
+	wg.Wait()
+	close(errs)
+	return generating, <-errs
+}
