@@ -23,6 +23,7 @@ var retentionTables = []struct {
 }{
 	{"spans", "timestamp", false},
 	{"trace_index", "end", false},
+	{"trace_summaries", "start", false},
 	{"findings", "timestamp", false},
 	{"trace_clock", "timestamp", false},
 	{"logs", "timestamp", true},

@@ -355,6 +355,8 @@ func TestRetention(t *testing.T) {
 	assert.Contains(t, ttl("spans"), "TTL toDateTime(timestamp) + toIntervalSecond(604800)")
 	assert.Contains(t, ttl("spans"), "ttl_only_drop_parts = 1")
 	assert.Contains(t, ttl("trace_index"), "TTL toDateTime(end) + toIntervalSecond(604800)")
+	assert.Contains(t, ttl("trace_summaries"), "TTL toDateTime(start) + toIntervalSecond(604800)")
+	assert.Contains(t, ttl("trace_summaries"), "ttl_only_drop_parts = 1")
 	assert.Contains(t, ttl("logs"), "TTL toDateTime(timestamp) + toIntervalSecond(129600)")
 	assert.Contains(t, ttl("findings"), "toIntervalSecond(604800)")
 
