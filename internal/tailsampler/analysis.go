@@ -185,51 +185,67 @@ func retryDelay(n int, rnd *rand.Rand) time.Duration {
 }
 
 // write inserts queued findings, once per findingsFlush at most, or sooner
-// when 10000 are waiting. A failed insert is retried with the same rows
-// (inserts are idempotent) after a backoff, while new batches keep queueing
-// up to maxPendingFindings.
+// when 10000 are waiting. A failed insert is retried after a backoff with
+// exactly the same rows, so that its deduplication token is the same and an
+// insert that had succeeded after all is not stored twice; batches queued
+// meanwhile (up to maxPendingFindings) are inserted after it.
 func (a *analyzer) write() {
 	defer close(a.done)
 	var (
 		pending  []analysisBatch
-		rows     int
+		rows     int            // in pending
+		inflight *analysisBatch // rows being inserted, kept as they are until they are stored
 		failures int
 		retryAt  time.Time
 		rnd      = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x7ace))
 	)
 	tick := time.NewTicker(findingsFlush)
 	defer tick.Stop()
+	lose := func(b *analysisBatch, err error) {
+		a.tel.findingsDropped.Add(context.Background(), int64(len(b.findings)))
+		a.logger.Error("Writing findings and clock offsets failed; they are lost (tracesift_sampler_findings_dropped)",
+			zap.Int("findings", len(b.findings)), zap.Int("clock_offsets", len(b.clocks)), zap.Error(err))
+	}
 	flush := func(now time.Time, final bool) {
-		if rows == 0 || (!final && now.Before(retryAt)) {
+		if !final && now.Before(retryAt) {
 			return
 		}
-		var batch analysisBatch
-		for _, b := range pending {
-			batch.findings = append(batch.findings, b.findings...)
-			batch.clocks = append(batch.clocks, b.clocks...)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		err := a.writer.WriteFindings(ctx, batch.findings)
-		if err == nil {
-			err = a.writer.WriteClockOffsets(ctx, batch.clocks)
-		}
-		cancel()
-		switch {
-		case err == nil:
-			pending, rows, failures = pending[:0], 0, 0
-		case final || store.IsPermanent(err):
-			a.tel.findingsDropped.Add(context.Background(), int64(len(batch.findings)))
-			a.logger.Error("Writing findings and clock offsets failed; they are lost (tracesift_sampler_findings_dropped)",
-				zap.Int("findings", len(batch.findings)), zap.Int("clock_offsets", len(batch.clocks)), zap.Error(err))
-			pending, rows, failures = pending[:0], 0, 0
-		default:
+		for {
+			if inflight == nil {
+				if rows == 0 {
+					return
+				}
+				var next analysisBatch
+				for _, b := range pending {
+					next.findings = append(next.findings, b.findings...)
+					next.clocks = append(next.clocks, b.clocks...)
+				}
+				pending, rows, inflight = pending[:0], 0, &next
+			}
+			err := a.insert(inflight)
+			switch {
+			case err == nil:
+				inflight, failures = nil, 0
+				continue
+			case final || store.IsPermanent(err):
+				lose(inflight, err)
+				inflight, failures = nil, 0
+				if final {
+					for i := range pending {
+						lose(&pending[i], err)
+					}
+					pending, rows = nil, 0
+				}
+				continue
+			}
 			failures++
 			delay := retryDelay(failures, rnd)
 			retryAt = now.Add(delay)
 			if failures == 1 {
 				a.logger.Warn("Writing findings failed; retrying with backoff while they queue up",
-					zap.Int("findings", len(batch.findings)), zap.Duration("retry_in", delay), zap.Error(err))
+					zap.Int("findings", len(inflight.findings)), zap.Duration("retry_in", delay), zap.Error(err))
 			}
+			return
 		}
 	}
 	for {
@@ -258,6 +274,26 @@ func (a *analyzer) write() {
 			flush(now, false)
 		}
 	}
+}
+
+// insert writes b's findings, then its clock offsets, forgetting each part
+// once it is stored so that a retry sends only what is missing.
+func (a *analyzer) insert(b *analysisBatch) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if len(b.findings) > 0 {
+		if err := a.writer.WriteFindings(ctx, b.findings); err != nil {
+			return err
+		}
+		b.findings = nil
+	}
+	if len(b.clocks) > 0 {
+		if err := a.writer.WriteClockOffsets(ctx, b.clocks); err != nil {
+			return err
+		}
+		b.clocks = nil
+	}
+	return nil
 }
 
 // analyzeKept runs the analyzers on the whole traces among td (the ids in

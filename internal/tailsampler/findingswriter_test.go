@@ -19,6 +19,7 @@ import (
 type failingWriter struct {
 	errs     chan error // taken one per WriteFindings; none left: success
 	attempts int
+	tried    [][]store.FindingRow // the rows of every attempt
 	failed   chan struct{} // one per failed attempt
 	stored   chan []store.FindingRow
 }
@@ -34,6 +35,7 @@ func newFailingWriter(errs ...error) *failingWriter {
 
 func (w *failingWriter) WriteFindings(_ context.Context, rows []store.FindingRow) error {
 	w.attempts++
+	w.tried = append(w.tried, rows)
 	select {
 	case err := <-w.errs:
 		w.failed <- struct{}{}
@@ -79,7 +81,11 @@ func TestFindingsWriterRetriesUntilTheStoreIsBack(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{"t1", "t2"}, ids, "the failed rows again, each once, in order")
-	assert.GreaterOrEqual(t, w.attempts, 4)
+	require.GreaterOrEqual(t, w.attempts, 5)
+	for _, rows := range w.tried[:4] {
+		assert.Equal(t, []store.FindingRow{{TraceID: "t1", Kind: "slowest_hop"}}, rows,
+			"a retry sends exactly the failed rows (the same deduplication token); later ones follow it")
+	}
 }
 
 // Findings the store rejects as malformed are not retried.
