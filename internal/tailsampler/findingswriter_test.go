@@ -20,7 +20,7 @@ type failingWriter struct {
 	errs     chan error // taken one per WriteFindings; none left: success
 	attempts int
 	tried    [][]store.FindingRow // the rows of every attempt
-	failed   chan struct{} // one per failed attempt
+	failed   chan struct{}        // one per failed attempt
 	stored   chan []store.FindingRow
 }
 
