@@ -11,7 +11,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
-	"hash/crc32"
 	"regexp"
 	"strings"
 
@@ -72,14 +71,13 @@ func InsertStatement(table string, jsonEachRow []byte) string {
 	return b.String()
 }
 
-// insertToken is the deduplication token of a batch of rows, in hex: its
-// length and two hashes of it. Two batches with the same token are the same
-// rows.
+// insertToken is the deduplication token of a batch of rows, in hex: a
+// 64-bit hash of it and its length. Two batches with the same token are the
+// same rows (tables compare it with their last 1000 tokens only).
 func insertToken(rows []byte) string {
-	var t [16]byte
+	var t [12]byte
 	binary.BigEndian.PutUint64(t[:8], xxhash.Sum64(rows))
-	binary.BigEndian.PutUint32(t[8:12], uint32(len(rows)))
-	binary.BigEndian.PutUint32(t[12:], crc32.ChecksumIEEE(rows))
+	binary.BigEndian.PutUint32(t[8:], uint32(len(rows)))
 	return hex.EncodeToString(t[:])
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
 
@@ -98,4 +99,18 @@ func TestInsertStatementToken(t *testing.T) {
 	assert.True(t, strings.HasSuffix(st, "' FORMAT JSONEachRow\n"+string(rows)))
 	other := InsertStatement("db.spans", []byte(`{"trace_id":"b"}`+"\n"))
 	assert.NotEqual(t, st[:len(st)-len(rows)], other[:len(other)-len(rows)], "other rows, another token")
+}
+
+func TestErrorsAreClassified(t *testing.T) {
+	for msg, permanent := range map[string]bool{
+		"Code: 27. DB::Exception: Cannot parse input":                true,
+		"code: 62, message: Syntax error":                            true,
+		"Code: 252. DB::Exception: Too many parts":                   false,
+		"Code: 241. DB::Exception: Memory limit (total) exceeded":    false,
+		"read tcp 10.0.0.1:5000->10.0.0.2:9000: i/o timeout":         false,
+		"Code: 2700. DB::Exception: a code that only looks like one": false,
+	} {
+		assert.Equal(t, permanent, IsPermanent(errors.New(msg)), msg)
+	}
+	assert.False(t, IsPermanent(nil))
 }
