@@ -64,7 +64,7 @@ func insertRows[T any](ctx context.Context, conn Conn, table, what string, rows 
 			return fmt.Errorf("encoding %s row %d: %w", what, i, err)
 		}
 	}
-	if err := conn.Insert(ctx, table, buf.Bytes()); err != nil {
+	if err := conn.Insert(ctx, table, FormatJSONEachRow, buf.Bytes()); err != nil {
 		return fmt.Errorf("inserting %d %s: %w", len(rows), what, err)
 	}
 	return nil

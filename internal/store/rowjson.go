@@ -1,164 +1,17 @@
 package store
 
+// JSON for the API: the events and links columns hold it, and the analyzers' small
+// tables are inserted as JSONEachRow.
+
 import (
 	"encoding/hex"
 	"slices"
 	"strconv"
-	"sync"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
-
-// rowEncoder builds a JSONEachRow batch (one JSON object a line) of spans or
-// log records straight from pdata, without reflection or intermediate maps.
-//
-// A row means what encoding/json makes of the spanRow or logRow the reader
-// decodes it into: the same keys and values, strings escaped by the same
-// rules, invalid UTF-8 included (each bad byte becomes U+FFFD). Two things
-// differ and matter neither to ClickHouse nor to the reader: map keys keep
-// their pdata order instead of being sorted, and <, >, &, U+2028 and U+2029
-// are written as they are rather than as \u escapes.
-//
-// An encoder serves one goroutine at a time. WriteTraces and WriteLogs take
-// one from a pool, so its buffers serve batch after batch.
-type rowEncoder struct {
-	buf []byte // the batch
-
-	// The columns that every row of the current resource repeats, encoded
-	// once as JSON values: service, host and resource are sub-slices of res.
-	res                     []byte
-	service, host, resource []byte
-
-	tmp    []byte   // events or links JSON, before it is quoted as a string column
-	keys   []string // a map's keys, to find duplicates
-	sorted []string // the same, sorted, for large maps
-}
-
-var rowEncoders = sync.Pool{New: func() any { return new(rowEncoder) }}
-
-// maxPooledBuffer bounds the buffers an encoder keeps for reuse, so that one
-// huge batch does not pin its memory.
-const maxPooledBuffer = 16 << 20
-
-// getRowEncoder returns an encoder with an empty batch. The batch is only
-// valid until putRowEncoder: Conn.Insert does not keep it.
-func getRowEncoder() *rowEncoder { return rowEncoders.Get().(*rowEncoder) }
-
-func putRowEncoder(e *rowEncoder) {
-	if cap(e.buf) > maxPooledBuffer {
-		e.buf = nil
-	}
-	if cap(e.tmp) > maxPooledBuffer {
-		e.tmp = nil
-	}
-	e.buf = e.buf[:0]
-	// Do not keep the pdata's strings alive while pooled.
-	clear(e.keys[:cap(e.keys)])
-	clear(e.sorted[:cap(e.sorted)])
-	rowEncoders.Put(e)
-}
-
-// setResource encodes the columns that every row of a resource repeats.
-func (e *rowEncoder) setResource(attrs pcommon.Map) {
-	service, host := serviceAndHost(attrs)
-	b := appendString(e.res[:0], service)
-	endService := len(b)
-	b = appendString(b, host)
-	endHost := len(b)
-	b = e.appendAttrs(b, attrs)
-	e.res = b
-	e.service, e.host, e.resource = b[:endService], b[endService:endHost], b[endHost:]
-}
-
-// appendSpanRow appends s, of the current resource, as a row of the spans
-// table (see spanRow).
-func (e *rowEncoder) appendSpanRow(scope pcommon.InstrumentationScope, s ptrace.Span) {
-	b := e.buf
-	b = append(b, `{"timestamp":`...)
-	b = appendNanoTime(b, uint64(s.StartTimestamp()))
-	b = append(b, `,"trace_id":`...)
-	b = appendTraceID(b, s.TraceID())
-	b = append(b, `,"span_id":`...)
-	b = appendSpanID(b, s.SpanID())
-	b = append(b, `,"parent_span_id":`...)
-	b = appendSpanID(b, s.ParentSpanID())
-	b = append(b, `,"trace_state":`...)
-	b = appendString(b, s.TraceState().AsRaw())
-	b = append(b, `,"name":`...)
-	b = appendString(b, s.Name())
-	b = append(b, `,"kind":`...)
-	b = appendString(b, KindName(s.Kind()))
-	b = append(b, `,"service":`...)
-	b = append(b, e.service...)
-	b = append(b, `,"host":`...)
-	b = append(b, e.host...)
-	b = append(b, `,"duration_ns":`...)
-	b = strconv.AppendUint(b, durationNanos(s.StartTimestamp(), s.EndTimestamp()), 10)
-	b = append(b, `,"status_code":`...)
-	b = appendString(b, StatusName(s.Status().Code()))
-	b = append(b, `,"status_message":`...)
-	b = appendString(b, s.Status().Message())
-	b = append(b, `,"attributes":`...)
-	b = e.appendAttrs(b, s.Attributes())
-	b = append(b, `,"resource":`...)
-	b = append(b, e.resource...)
-	b = append(b, `,"scope_name":`...)
-	b = appendString(b, scope.Name())
-	b = append(b, `,"scope_version":`...)
-	b = appendString(b, scope.Version())
-	b = append(b, `,"events":`...)
-	e.tmp = e.appendEvents(e.tmp[:0], s.Events())
-	b = appendJSONAsString(b, e.tmp)
-	b = append(b, `,"links":`...)
-	e.tmp = e.appendLinks(e.tmp[:0], s.Links())
-	b = appendJSONAsString(b, e.tmp)
-	e.buf = append(b, "}\n"...)
-}
-
-// appendLogRow appends lr, of the current resource, as a row of the logs
-// table (see logRow).
-func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.LogRecord) {
-	ts, observed := uint64(lr.Timestamp()), uint64(lr.ObservedTimestamp())
-	if ts == 0 {
-		ts = observed
-	}
-	if observed == 0 {
-		observed = ts
-	}
-	traceID, spanID := lr.TraceID(), lr.SpanID()
-	if traceID.IsEmpty() {
-		spanID = pcommon.NewSpanIDEmpty() // a span id means nothing without its trace
-	}
-	b := e.buf
-	b = append(b, `{"timestamp":`...)
-	b = appendNanoTime(b, ts)
-	b = append(b, `,"observed_timestamp":`...)
-	b = appendNanoTime(b, observed)
-	b = append(b, `,"trace_id":`...)
-	b = appendTraceID(b, traceID)
-	b = append(b, `,"span_id":`...)
-	b = appendSpanID(b, spanID)
-	b = append(b, `,"severity_text":`...)
-	b = appendString(b, lr.SeverityText())
-	b = append(b, `,"severity_number":`...)
-	b = strconv.AppendInt(b, int64(lr.SeverityNumber()), 10)
-	b = append(b, `,"service":`...)
-	b = append(b, e.service...)
-	b = append(b, `,"host":`...)
-	b = append(b, e.host...)
-	b = append(b, `,"body":`...)
-	b = appendValue(b, lr.Body())
-	b = append(b, `,"attributes":`...)
-	b = e.appendAttrs(b, lr.Attributes())
-	b = append(b, `,"resource":`...)
-	b = append(b, e.resource...)
-	b = append(b, `,"scope_name":`...)
-	b = appendString(b, scope.Name())
-	e.buf = append(b, "}\n"...)
-}
 
 // appendEvents appends evs as the API's JSON array of Event, which the reader
 // decodes from the events column.
@@ -200,27 +53,11 @@ func (e *rowEncoder) appendLinks(b []byte, links ptrace.SpanLinkSlice) []byte {
 	return append(b, ']')
 }
 
-// appendAttrs appends m as a JSON object of strings, which is what a
-// Map(String, String) column takes and what the API shows: values as
-// Value.AsString renders them, each key once with its last value. OTLP
-// forbids duplicate keys but its wire format cannot prevent them; the last
-// one wins as it did when attributes went through a map[string]string.
-// Distinct keys with invalid UTF-8 can still come out the same (each bad byte
-// is U+FFFD), as they did from encoding/json.
+// appendAttrs appends m as a JSON object of strings, as the API shows
+// attributes: values as Value.AsString renders them, each key once with its
+// last value (see appendAttrEntries).
 func (e *rowEncoder) appendAttrs(b []byte, m pcommon.Map) []byte {
-	var last map[string]int // where each key last occurs, only if one repeats
-	if m.Len() > 1 {
-		e.keys = e.keys[:0]
-		for k := range m.All() {
-			e.keys = append(e.keys, k)
-		}
-		if e.hasDuplicates() {
-			last = make(map[string]int, len(e.keys))
-			for i, k := range e.keys {
-				last[k] = i
-			}
-		}
-	}
+	last := e.lastOccurrences(m)
 	b = append(b, '{')
 	i, n := -1, 0
 	for k, v := range m.All() {
@@ -237,6 +74,26 @@ func (e *rowEncoder) appendAttrs(b []byte, m pcommon.Map) []byte {
 		b = appendValue(b, v)
 	}
 	return append(b, '}')
+}
+
+// lastOccurrences is where in m each key last occurs, or nil when no key
+// occurs twice (the rule almost always).
+func (e *rowEncoder) lastOccurrences(m pcommon.Map) map[string]int {
+	if m.Len() < 2 {
+		return nil
+	}
+	e.keys = e.keys[:0]
+	for k := range m.All() {
+		e.keys = append(e.keys, k)
+	}
+	if !e.hasDuplicates() {
+		return nil
+	}
+	last := make(map[string]int, len(e.keys))
+	for i, k := range e.keys {
+		last[k] = i
+	}
+	return last
 }
 
 // hasDuplicates reports whether e.keys holds a key twice. Attribute maps are
@@ -366,22 +223,5 @@ func appendString(b []byte, s string) []byte {
 		i += size
 	}
 	b = append(b, s[start:]...)
-	return append(b, '"')
-}
-
-// appendJSONAsString appends js as a JSON string. js is JSON written by this
-// file, so it is valid UTF-8 without control characters (appendString escaped
-// them): only its quotes and backslashes need escaping.
-func appendJSONAsString(b, js []byte) []byte {
-	b = append(b, '"')
-	start := 0
-	for i, c := range js {
-		if c == '"' || c == '\\' {
-			b = append(b, js[start:i]...)
-			b = append(b, '\\', c)
-			start = i + 1
-		}
-	}
-	b = append(b, js[start:]...)
 	return append(b, '"')
 }

@@ -49,7 +49,7 @@ func (c *recordingConn) Exec(context.Context, string, Params) error {
 	return errors.New("recordingConn: the Reader does not run statements")
 }
 
-func (c *recordingConn) Insert(context.Context, string, []byte) error {
+func (c *recordingConn) Insert(context.Context, string, Format, []byte) error {
 	return errors.New("recordingConn: the Reader does not insert")
 }
 

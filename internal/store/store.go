@@ -29,10 +29,10 @@ type Params map[string]any
 type Conn interface {
 	// Exec runs a statement that returns no rows (DDL).
 	Exec(ctx context.Context, query string, params Params) error
-	// Insert appends rows, given as JSONEachRow (one JSON object a line), to
-	// table (qualified with its database). It must not keep jsonEachRow after
-	// it returns: the writer reuses the buffer for its next batch.
-	Insert(ctx context.Context, table string, jsonEachRow []byte) error
+	// Insert appends rows, encoded in format, to table (qualified with its
+	// database). It must not keep rows after it returns: the writer reuses
+	// the buffer for its next batch.
+	Insert(ctx context.Context, table string, format Format, rows []byte) error
 	// Query runs a SELECT and calls row once per result row with the row as a
 	// JSON object keyed by column name. 64-bit integers are JSON numbers.
 	Query(ctx context.Context, query string, params Params, row func([]byte) error) error
@@ -45,30 +45,49 @@ var identRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // ValidDatabaseName reports whether name can be used unquoted as a database.
 func ValidDatabaseName(name string) bool { return identRe.MatchString(name) }
 
-// InsertStatement is an INSERT of JSONEachRow rows carried inline after the
-// FORMAT clause, which ClickHouse streams without parsing them as SQL. It
-// copies the rows once.
+// Format is the ClickHouse input format of an insert's rows.
+type Format string
+
+const (
+	// FormatNative is a block of ClickHouse's Native format (native.go):
+	// spans and logs, the bulk of the writes.
+	FormatNative Format = "Native"
+	// FormatJSONEachRow is one JSON object a line: the analyzers' small
+	// tables.
+	FormatJSONEachRow Format = "JSONEachRow"
+)
+
+// InsertStatement is an INSERT with its rows carried inline after the
+// FORMAT clause and a line feed, which ClickHouse reads as data without
+// parsing it as SQL, binary or not. It copies the rows once.
 //
 // Inserts are idempotent: the deduplication token is a hash of the rows, so a
 // batch sent again after a failure whose outcome was unknown (a timeout after
 // the server had written it) is dropped by the table, whose schema keeps the
 // tokens of its last inserts (non_replicated_deduplication_window, schema
 // 004), and by the materialized views fed from it.
-func InsertStatement(table string, jsonEachRow []byte) string {
-	const (
-		settings = " SETTINGS deduplicate_blocks_in_dependent_materialized_views = 1, insert_deduplication_token = '"
-		format   = "' FORMAT JSONEachRow\n"
-	)
-	tok := insertToken(jsonEachRow)
+func InsertStatement(table string, format Format, rows []byte) string {
+	head := "INSERT INTO " + table + insertTail(format, rows)
 	var b strings.Builder
-	b.Grow(len("INSERT INTO ") + len(table) + len(settings) + len(tok) + len(format) + len(jsonEachRow))
-	b.WriteString("INSERT INTO ")
-	b.WriteString(table)
-	b.WriteString(settings)
-	b.WriteString(tok)
-	b.WriteString(format)
-	b.Write(jsonEachRow)
+	b.Grow(len(head) + len(rows))
+	b.WriteString(head)
+	b.Write(rows)
 	return b.String()
+}
+
+// InsertFromFileStatement is the INSERT of InsertStatement with its rows read
+// from the file at path instead (FROM INFILE, a feature of the embedded
+// engine and of clickhouse-client), which the engine reads several times
+// faster than rows inline in the query text.
+func InsertFromFileStatement(table, path string, format Format, rows []byte) string {
+	return "INSERT INTO " + table + " FROM INFILE " + quoteString(path) + insertTail(format, rows)
+}
+
+// insertTail is the SETTINGS and FORMAT clauses of an insert of rows, and
+// the line feed after which inline rows start.
+func insertTail(format Format, rows []byte) string {
+	return " SETTINGS deduplicate_blocks_in_dependent_materialized_views = 1, insert_deduplication_token = '" +
+		insertToken(rows) + "' FORMAT " + string(format) + "\n"
 }
 
 // insertToken is the deduplication token of a batch of rows, in hex: a

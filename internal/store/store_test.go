@@ -93,12 +93,21 @@ func TestSearchWords(t *testing.T) {
 
 func TestInsertStatementToken(t *testing.T) {
 	rows := []byte(`{"trace_id":"a"}` + "\n")
-	st := InsertStatement("db.spans", rows)
-	assert.Equal(t, st, InsertStatement("db.spans", bytes.Clone(rows)), "the same rows, the same token")
+	st := InsertStatement("db.spans", FormatJSONEachRow, rows)
+	assert.Equal(t, st, InsertStatement("db.spans", FormatJSONEachRow, bytes.Clone(rows)), "the same rows, the same token")
 	assert.True(t, strings.HasPrefix(st, "INSERT INTO db.spans SETTINGS deduplicate_blocks_in_dependent_materialized_views = 1, insert_deduplication_token = '"))
 	assert.True(t, strings.HasSuffix(st, "' FORMAT JSONEachRow\n"+string(rows)))
-	other := InsertStatement("db.spans", []byte(`{"trace_id":"b"}`+"\n"))
+	other := InsertStatement("db.spans", FormatJSONEachRow, []byte(`{"trace_id":"b"}`+"\n"))
 	assert.NotEqual(t, st[:len(st)-len(rows)], other[:len(other)-len(rows)], "other rows, another token")
+
+	// Binary rows start right after the line feed, whatever their first byte.
+	native := []byte{0x0c, 0x20, 0x0a}
+	assert.True(t, strings.HasSuffix(InsertStatement("db.logs", FormatNative, native), "' FORMAT Native\n\x0c \n"))
+
+	// From a file: the same token for the same rows, the path quoted.
+	file := InsertFromFileStatement("db.spans", "/tmp/it's", FormatJSONEachRow, rows)
+	assert.True(t, strings.HasPrefix(file, `INSERT INTO db.spans FROM INFILE '/tmp/it\'s' SETTINGS `), file)
+	assert.Equal(t, st[strings.Index(st, " SETTINGS"):len(st)-len(rows)], file[strings.Index(file, " SETTINGS"):])
 }
 
 func TestErrorsAreClassified(t *testing.T) {

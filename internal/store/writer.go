@@ -32,9 +32,9 @@ type WriteStats struct {
 
 // spanRow is a row of the spans table as the reader's queries return it
 // (they select the column names). The writer does not build spanRows: it
-// encodes spans straight from pdata with appendSpanRow, which writes the same
-// keys and values that encoding/json makes of a spanRow (the tests hold the
-// two to each other).
+// encodes spans straight from pdata into a Native block with appendSpanRow,
+// whose columns hold what the reader decodes into a spanRow (the tests hold
+// the two to each other).
 type spanRow struct {
 	Timestamp     nanoTime          `json:"timestamp"`
 	TraceID       string            `json:"trace_id"`
@@ -77,7 +77,7 @@ type logRow struct {
 // id is skipped whole and counted in the returned stats.
 func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats, error) {
 	var st WriteStats
-	e := getRowEncoder()
+	e := getRowEncoder(spanColumns)
 	defer putRowEncoder(e)
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
@@ -101,7 +101,7 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 	if st.Written == 0 {
 		return st, nil
 	}
-	if err := w.conn.Insert(ctx, w.spans, e.buf); err != nil {
+	if err := w.conn.Insert(ctx, w.spans, FormatNative, e.encode()); err != nil {
 		return WriteStats{Invalid: st.Invalid}, fmt.Errorf("inserting %d spans: %w", st.Written, err)
 	}
 	return st, nil
@@ -111,7 +111,7 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 // stored, linked to a trace when they carry one.
 func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error) {
 	var st WriteStats
-	e := getRowEncoder()
+	e := getRowEncoder(logColumns)
 	defer putRowEncoder(e)
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
@@ -130,18 +130,18 @@ func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error
 	if st.Written == 0 {
 		return st, nil
 	}
-	if err := w.conn.Insert(ctx, w.logs, e.buf); err != nil {
+	if err := w.conn.Insert(ctx, w.logs, FormatNative, e.encode()); err != nil {
 		return WriteStats{}, fmt.Errorf("inserting %d log records: %w", st.Written, err)
 	}
 	return st, nil
 }
 
-// nanoTime is a time in Unix nanoseconds. It is written as text that
-// ClickHouse parses into DateTime64(9) exactly on every version, and read as
+// nanoTime is a time in Unix nanoseconds. In JSON rows it is written as text
+// that ClickHouse parses into DateTime64(9) exactly on every version, and read as
 // the integer the queries select with toUnixTimestamp64Nano.
 type nanoTime uint64
 
-// MarshalJSON writes t the way appendSpanRow and appendLogRow do.
+// MarshalJSON writes t as appendNanoTime does.
 func (t nanoTime) MarshalJSON() ([]byte, error) {
 	return appendNanoTime(nil, uint64(t)), nil
 }

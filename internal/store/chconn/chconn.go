@@ -53,8 +53,8 @@ func (c *Conn) Exec(ctx context.Context, query string, params store.Params) erro
 
 // Insert implements store.Conn. The server reads inline rows after FORMAT
 // with its streaming parser, so max_query_size does not bound the batch.
-func (c *Conn) Insert(ctx context.Context, table string, jsonEachRow []byte) error {
-	return c.conn.Exec(ctx, store.InsertStatement(table, jsonEachRow))
+func (c *Conn) Insert(ctx context.Context, table string, format store.Format, rows []byte) error {
+	return c.conn.Exec(ctx, store.InsertStatement(table, format, rows))
 }
 
 // Query implements store.Conn. Rows are scanned into the column types the

@@ -19,6 +19,9 @@ import (
 // Conn is a store.Conn on a chDB session over one data directory.
 type Conn struct {
 	session *chdb.Session
+	// insertDir holds each insert's rows for the moment the engine reads
+	// them (see Insert).
+	insertDir string
 }
 
 var _ store.Conn = (*Conn)(nil)
@@ -36,11 +39,16 @@ func Open(dataDir string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chdb: opening session on %s: %w", dataDir, err)
 	}
-	c := &Conn{session: s}
+	insertDir, err := os.MkdirTemp("", "tracesift-inserts-")
+	if err != nil {
+		s.Close()
+		return nil, fmt.Errorf("chdb: creating a directory for inserts: %w", err)
+	}
+	c := &Conn{session: s, insertDir: insertDir}
 	// Readers decode 64-bit integers as JSON numbers, as they come from a
 	// server through clickhouse-go.
 	if err := c.run("SET output_format_json_quote_64bit_integers = 0", nil); err != nil {
-		s.Close()
+		c.Close()
 		return nil, err
 	}
 	return c, nil
@@ -73,17 +81,29 @@ func (c *Conn) Exec(ctx context.Context, query string, params store.Params) erro
 	return c.run(q, nil)
 }
 
-// Insert implements store.Conn.
-func (c *Conn) Insert(ctx context.Context, table string, jsonEachRow []byte) error {
+// Insert implements store.Conn. The rows go through a file that the engine
+// reads (FROM INFILE): it parses rows several times faster from a file than
+// inline in the text of a query, which the embedded engine scans as SQL
+// first, and binary formats cannot be inline in its C API's NUL-terminated
+// query. The file is removed when the insert returns.
+func (c *Conn) Insert(ctx context.Context, table string, format store.Format, rows []byte) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if bytes.IndexByte(jsonEachRow, 0) >= 0 {
-		// The C API takes a NUL-terminated query; JSON encoding escapes NUL,
-		// so a raw one means a caller bug, not user data.
-		return errors.New("chdb: insert data contains a NUL byte")
+	f, err := os.CreateTemp(c.insertDir, "rows-")
+	if err != nil {
+		return fmt.Errorf("chdb: insert into %s: %w", table, err)
 	}
-	return c.run(store.InsertStatement(table, jsonEachRow), nil)
+	path := f.Name()
+	defer os.Remove(path)
+	_, err = f.Write(rows)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("chdb: insert into %s: writing its rows: %w", table, err)
+	}
+	return c.run(store.InsertFromFileStatement(table, path, format, rows), nil)
 }
 
 // Query implements store.Conn.
@@ -117,5 +137,5 @@ func (c *Conn) Query(ctx context.Context, query string, params store.Params, row
 // Close ends the session; the data stays in its directory.
 func (c *Conn) Close() error {
 	c.session.Close()
-	return nil
+	return os.RemoveAll(c.insertDir)
 }

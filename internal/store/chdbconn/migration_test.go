@@ -158,7 +158,7 @@ func writeOldRows(t *testing.T, db string) {
 			}
 			require.NoError(t, json.NewEncoder(&buf).Encode(old))
 		}
-		require.NoError(t, conn.Insert(context.Background(), db+"."+table, buf.Bytes()), table)
+		require.NoError(t, conn.Insert(context.Background(), db+"."+table, store.FormatJSONEachRow, buf.Bytes()), table)
 	}
 }
 

@@ -34,7 +34,7 @@ type flakyConn struct {
 	failed   chan error // each failed attempt, if not nil
 }
 
-func (c *flakyConn) Insert(_ context.Context, _ string, rows []byte) error {
+func (c *flakyConn) Insert(_ context.Context, _ string, _ store.Format, rows []byte) error {
 	c.mu.Lock()
 	c.attempts = append(c.attempts, bytes.Clone(rows))
 	var err error
@@ -125,7 +125,7 @@ func TestTransientInsertErrorsAreRetriedWithTheSameRows(t *testing.T) {
 	assert.Equal(t, 3, conn.attemptCount())
 	for _, a := range conn.attempts {
 		assert.Equal(t, stored, a, "a retry sends the same rows")
-		assert.Equal(t, store.InsertStatement("db.spans", stored), store.InsertStatement("db.spans", a))
+		assert.Equal(t, store.InsertStatement("db.spans", store.FormatNative, stored), store.InsertStatement("db.spans", store.FormatNative, a))
 	}
 }
 

@@ -1,0 +1,303 @@
+package store
+
+import (
+	"encoding/binary"
+	"encoding/hex"
+	"strconv"
+	"sync"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// rowEncoder builds a Native block (native.go) of spans or log records
+// straight from pdata, without reflection or intermediate maps.
+//
+// A row holds what the reader decodes into a spanRow or logRow: times in
+// Unix nanoseconds, ids in lowercase hex (empty for the empty id), attribute
+// values as Value.AsString renders them, each map key once with its last
+// value, events and links as the API's JSON.
+//
+// An encoder serves one goroutine at a time. WriteTraces and WriteLogs take
+// one from a pool, so its buffers serve batch after batch.
+type rowEncoder struct {
+	block nativeBlock
+	out   []byte // the encoded block
+
+	// The columns that every row of the current resource repeats, encoded
+	// once as Native strings: service, host, and the resource map's keys and
+	// values.
+	service, host      []byte
+	resKeys, resValues []byte
+	resEntries         uint64
+
+	tmp    []byte   // events or links JSON
+	val    []byte   // a value's text, before its length is written
+	keys   []string // a map's keys, to find duplicates
+	sorted []string // the same, sorted, for large maps
+}
+
+// Columns of the spans table (spanRow), in the order of its schema.
+const (
+	spanTimestamp = iota
+	spanTraceID
+	spanSpanID
+	spanParentSpanID
+	spanTraceState
+	spanName
+	spanKind
+	spanService
+	spanHost
+	spanDuration
+	spanStatusCode
+	spanStatusMessage
+	spanAttributes
+	spanResource
+	spanScopeName
+	spanScopeVersion
+	spanEvents
+	spanLinks
+)
+
+var spanColumns = []nativeColumnDef{
+	spanTimestamp:     {"timestamp", nativeDateTime64},
+	spanTraceID:       {"trace_id", nativeString},
+	spanSpanID:        {"span_id", nativeString},
+	spanParentSpanID:  {"parent_span_id", nativeString},
+	spanTraceState:    {"trace_state", nativeString},
+	spanName:          {"name", nativeString},
+	spanKind:          {"kind", nativeString},
+	spanService:       {"service", nativeString},
+	spanHost:          {"host", nativeString},
+	spanDuration:      {"duration_ns", nativeUInt64},
+	spanStatusCode:    {"status_code", nativeString},
+	spanStatusMessage: {"status_message", nativeString},
+	spanAttributes:    {"attributes", nativeStringMap},
+	spanResource:      {"resource", nativeStringMap},
+	spanScopeName:     {"scope_name", nativeString},
+	spanScopeVersion:  {"scope_version", nativeString},
+	spanEvents:        {"events", nativeString},
+	spanLinks:         {"links", nativeString},
+}
+
+// Columns of the logs table (logRow), in the order of its schema.
+const (
+	logTimestamp = iota
+	logObservedTimestamp
+	logTraceID
+	logSpanID
+	logSeverityText
+	logSeverityNumber
+	logService
+	logHost
+	logBody
+	logAttributes
+	logResource
+	logScopeName
+)
+
+var logColumns = []nativeColumnDef{
+	logTimestamp:         {"timestamp", nativeDateTime64},
+	logObservedTimestamp: {"observed_timestamp", nativeDateTime64},
+	logTraceID:           {"trace_id", nativeString},
+	logSpanID:            {"span_id", nativeString},
+	logSeverityText:      {"severity_text", nativeString},
+	logSeverityNumber:    {"severity_number", nativeUInt8},
+	logService:           {"service", nativeString},
+	logHost:              {"host", nativeString},
+	logBody:              {"body", nativeString},
+	logAttributes:        {"attributes", nativeStringMap},
+	logResource:          {"resource", nativeStringMap},
+	logScopeName:         {"scope_name", nativeString},
+}
+
+var rowEncoders = sync.Pool{New: func() any { return new(rowEncoder) }}
+
+// maxPooledBuffer bounds the buffers an encoder keeps for reuse, so that one
+// huge batch does not pin its memory.
+const maxPooledBuffer = 16 << 20
+
+// getRowEncoder returns an encoder with an empty block of the given
+// columns. The encoded block is only valid until putRowEncoder: Conn.Insert
+// does not keep it.
+func getRowEncoder(cols []nativeColumnDef) *rowEncoder {
+	e := rowEncoders.Get().(*rowEncoder)
+	e.block.reset(cols)
+	return e
+}
+
+func putRowEncoder(e *rowEncoder) {
+	if e.block.size() > maxPooledBuffer {
+		e.block.cols = nil
+	}
+	if cap(e.out) > maxPooledBuffer {
+		e.out = nil
+	}
+	if cap(e.tmp) > maxPooledBuffer {
+		e.tmp = nil
+	}
+	e.out = e.out[:0]
+	// Do not keep the pdata's strings alive while pooled.
+	clear(e.keys[:cap(e.keys)])
+	clear(e.sorted[:cap(e.sorted)])
+	rowEncoders.Put(e)
+}
+
+// encode returns the block built so far, encoded.
+func (e *rowEncoder) encode() []byte {
+	e.out = e.block.appendTo(e.out[:0])
+	return e.out
+}
+
+// setResource encodes the columns that every row of a resource repeats.
+func (e *rowEncoder) setResource(attrs pcommon.Map) {
+	service, host := serviceAndHost(attrs)
+	e.service = appendNativeString(e.service[:0], service)
+	e.host = appendNativeString(e.host[:0], host)
+	e.resKeys, e.resValues, e.resEntries = e.appendAttrEntries(e.resKeys[:0], e.resValues[:0], attrs)
+}
+
+// appendSpanRow appends s, of the current resource, as a row of the spans
+// table (see spanRow).
+func (e *rowEncoder) appendSpanRow(scope pcommon.InstrumentationScope, s ptrace.Span) {
+	c := e.block.cols
+	c[spanTimestamp].appendUInt64(uint64(s.StartTimestamp()))
+	c[spanTraceID].data = appendNativeTraceID(c[spanTraceID].data, s.TraceID())
+	c[spanSpanID].data = appendNativeSpanID(c[spanSpanID].data, s.SpanID())
+	c[spanParentSpanID].data = appendNativeSpanID(c[spanParentSpanID].data, s.ParentSpanID())
+	c[spanTraceState].appendString(s.TraceState().AsRaw())
+	c[spanName].appendString(s.Name())
+	c[spanKind].appendString(KindName(s.Kind()))
+	c[spanService].data = append(c[spanService].data, e.service...)
+	c[spanHost].data = append(c[spanHost].data, e.host...)
+	c[spanDuration].appendUInt64(durationNanos(s.StartTimestamp(), s.EndTimestamp()))
+	c[spanStatusCode].appendString(StatusName(s.Status().Code()))
+	c[spanStatusMessage].appendString(s.Status().Message())
+	e.appendAttrMap(&c[spanAttributes], s.Attributes())
+	e.appendResourceMap(&c[spanResource])
+	c[spanScopeName].appendString(scope.Name())
+	c[spanScopeVersion].appendString(scope.Version())
+	e.tmp = e.appendEvents(e.tmp[:0], s.Events())
+	c[spanEvents].appendBytes(e.tmp)
+	e.tmp = e.appendLinks(e.tmp[:0], s.Links())
+	c[spanLinks].appendBytes(e.tmp)
+	e.block.rows++
+}
+
+// appendLogRow appends lr, of the current resource, as a row of the logs
+// table (see logRow).
+func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.LogRecord) {
+	ts, observed := uint64(lr.Timestamp()), uint64(lr.ObservedTimestamp())
+	if ts == 0 {
+		ts = observed
+	}
+	if observed == 0 {
+		observed = ts
+	}
+	traceID, spanID := lr.TraceID(), lr.SpanID()
+	if traceID.IsEmpty() {
+		spanID = pcommon.NewSpanIDEmpty() // a span id means nothing without its trace
+	}
+	c := e.block.cols
+	c[logTimestamp].appendUInt64(ts)
+	c[logObservedTimestamp].appendUInt64(observed)
+	c[logTraceID].data = appendNativeTraceID(c[logTraceID].data, traceID)
+	c[logSpanID].data = appendNativeSpanID(c[logSpanID].data, spanID)
+	c[logSeverityText].appendString(lr.SeverityText())
+	c[logSeverityNumber].appendUInt8(severityNumber(lr.SeverityNumber()))
+	c[logService].data = append(c[logService].data, e.service...)
+	c[logHost].data = append(c[logHost].data, e.host...)
+	c[logBody].data = e.appendNativeValue(c[logBody].data, lr.Body())
+	e.appendAttrMap(&c[logAttributes], lr.Attributes())
+	e.appendResourceMap(&c[logResource])
+	c[logScopeName].appendString(scope.Name())
+	e.block.rows++
+}
+
+// severityNumber is OTLP's severity number (1–24, 0 unset) as the logs
+// table's UInt8; numbers outside OTLP's range are stored as unset.
+func severityNumber(n plog.SeverityNumber) uint8 {
+	if n < 0 || n > 255 {
+		return 0
+	}
+	return uint8(n)
+}
+
+// appendAttrMap appends m as the current row's value of a map column.
+func (e *rowEncoder) appendAttrMap(c *nativeColumn, m pcommon.Map) {
+	var n uint64
+	c.keys, c.values, n = e.appendAttrEntries(c.keys, c.values, m)
+	c.entries += n
+	c.endMap()
+}
+
+// appendResourceMap appends the current resource as the current row's value
+// of a map column.
+func (e *rowEncoder) appendResourceMap(c *nativeColumn) {
+	c.keys = append(c.keys, e.resKeys...)
+	c.values = append(c.values, e.resValues...)
+	c.entries += e.resEntries
+	c.endMap()
+}
+
+// appendAttrEntries appends the entries of m to a map column's keys and
+// values, and says how many it appended: values as Value.AsString renders
+// them, each key once with its last value. OTLP forbids duplicate keys but
+// its wire format cannot prevent them; the last one wins as it does in a Go
+// map. Distinct keys with invalid UTF-8 can still come out the same (each
+// bad byte is U+FFFD); a ClickHouse Map keeps both.
+func (e *rowEncoder) appendAttrEntries(keys, values []byte, m pcommon.Map) ([]byte, []byte, uint64) {
+	last := e.lastOccurrences(m)
+	i, n := -1, uint64(0)
+	for k, v := range m.All() {
+		i++
+		if last != nil && last[k] != i {
+			continue
+		}
+		keys = appendNativeString(keys, k)
+		values = e.appendNativeValue(values, v)
+		n++
+	}
+	return keys, values, n
+}
+
+// appendNativeValue appends v.AsString() as a Native string, without
+// building that string for the common types.
+func (e *rowEncoder) appendNativeValue(b []byte, v pcommon.Value) []byte {
+	switch v.Type() {
+	case pcommon.ValueTypeStr:
+		return appendNativeString(b, v.Str())
+	case pcommon.ValueTypeInt:
+		e.val = strconv.AppendInt(e.val[:0], v.Int(), 10)
+		b = binary.AppendUvarint(b, uint64(len(e.val)))
+		return append(b, e.val...)
+	case pcommon.ValueTypeBool:
+		return appendNativeString(b, strconv.FormatBool(v.Bool()))
+	case pcommon.ValueTypeEmpty:
+		return append(b, 0)
+	default:
+		// Doubles, bytes, maps and slices: pdata's own rendering (ES6-style
+		// numbers, base64, JSON) is the reference; it costs a string.
+		return appendNativeString(b, v.AsString())
+	}
+}
+
+// appendNativeTraceID appends id as a Native string in lowercase hex, as
+// pcommon.TraceID.String renders it: empty for the empty id.
+func appendNativeTraceID(b []byte, id pcommon.TraceID) []byte {
+	if id.IsEmpty() {
+		return append(b, 0)
+	}
+	b = append(b, byte(2*len(id)))
+	return hex.AppendEncode(b, id[:])
+}
+
+// appendNativeSpanID is appendNativeTraceID for span ids.
+func appendNativeSpanID(b []byte, id pcommon.SpanID) []byte {
+	if id.IsEmpty() {
+		return append(b, 0)
+	}
+	b = append(b, byte(2*len(id)))
+	return hex.AppendEncode(b, id[:])
+}
