@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -106,7 +107,7 @@ func (b *nativeBlock) reset(defs []nativeColumnDef) {
 	}
 }
 
-// size is the length of the encoded block, give or take its header.
+// size is the length of the encoded block without its header.
 func (b *nativeBlock) size() int {
 	n := 0
 	for i := range b.cols {
@@ -115,8 +116,13 @@ func (b *nativeBlock) size() int {
 	return n
 }
 
-// appendTo appends the encoded block to dst.
+// appendTo appends the encoded block to dst, growing it once.
 func (b *nativeBlock) appendTo(dst []byte) []byte {
+	header := 2 * binary.MaxVarintLen64
+	for _, d := range b.defs {
+		header += 2*binary.MaxVarintLen64 + len(d.name) + len(nativeTypeNames[d.typ])
+	}
+	dst = slices.Grow(dst, header+b.size())
 	dst = binary.AppendUvarint(dst, uint64(len(b.defs)))
 	dst = binary.AppendUvarint(dst, uint64(b.rows))
 	for i, d := range b.defs {
