@@ -27,6 +27,9 @@ var DefaultTextPatterns = []string{
 type textParser struct {
 	patterns []*regexp.Regexp
 	groups   [][4]int // per pattern: submatch index of time, level, thread, logger (-1: none)
+	// matchers are the hand matchers of the patterns that are default ones
+	// (textlayouts.go), nil for the others.
+	matchers []layoutMatcher
 }
 
 func newTextParser(patterns []string) (*textParser, error) {
@@ -45,6 +48,7 @@ func newTextParser(patterns []string) (*textParser, error) {
 		}
 		p.patterns = append(p.patterns, re)
 		p.groups = append(p.groups, g)
+		p.matchers = append(p.matchers, layoutMatcherFor(src))
 	}
 	return p, nil
 }
@@ -60,36 +64,48 @@ func (p *textParser) parse(lr plog.LogRecord) bool {
 	if nl := strings.IndexByte(line, '\n'); nl >= 0 {
 		line = line[:nl] // a stack trace below its first line
 	}
-	for i, re := range p.patterns {
-		m := re.FindStringSubmatchIndex(line)
-		if m == nil {
+	for i := range p.patterns {
+		g, ok := p.match(i, line)
+		if !ok {
 			continue
 		}
-		g := p.groups[i]
-		sub := func(k int) string {
-			if g[k] < 0 || m[2*g[k]] < 0 {
-				return ""
-			}
-			return line[m[2*g[k]]:m[2*g[k]+1]]
-		}
-		if lvl := sub(1); lvl != "" && lr.SeverityNumber() == plog.SeverityNumberUnspecified {
+		if lvl := g[1]; lvl != "" && lr.SeverityNumber() == plog.SeverityNumberUnspecified {
 			lr.SetSeverityText(lvl)
 			lr.SetSeverityNumber(severityOf(lvl))
 		}
-		if ts := sub(0); ts != "" && lr.Timestamp() == 0 {
+		if ts := g[0]; ts != "" && lr.Timestamp() == 0 {
 			if t, ok := parseLogTime(ts); ok {
 				lr.SetTimestamp(pcommon.NewTimestampFromTime(t))
 			}
 		}
-		if th := sub(2); th != "" {
+		if th := g[2]; th != "" {
 			lr.Attributes().PutStr("thread.name", th)
 		}
-		if lg := sub(3); lg != "" {
+		if lg := g[3]; lg != "" {
 			lr.Attributes().PutStr("code.namespace", lg)
 		}
 		return true
 	}
 	return false
+}
+
+// match applies pattern i to line and returns its groups time, level,
+// thread and logger ("" where the pattern has none or it did not take part).
+func (p *textParser) match(i int, line string) ([4]string, bool) {
+	if m := p.matchers[i]; m != nil {
+		return m(line)
+	}
+	var g [4]string
+	m := p.patterns[i].FindStringSubmatchIndex(line)
+	if m == nil {
+		return g, false
+	}
+	for k, idx := range p.groups[i] {
+		if idx >= 0 && m[2*idx] >= 0 {
+			g[k] = line[m[2*idx]:m[2*idx+1]]
+		}
+	}
+	return g, true
 }
 
 func severityOf(level string) plog.SeverityNumber {
