@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -75,7 +76,41 @@ func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]SearchLog, err
 		}
 		to = from - 1
 	}
+	if err := r.markKept(ctx, out); err != nil {
+		return nil, err
+	}
 	return out, nil
+}
+
+// markKept sets Kept on the logs whose trace is stored.
+func (r *Reader) markKept(ctx context.Context, logs []SearchLog) error {
+	var ids []string
+	for _, l := range logs {
+		if l.TraceID != "" && !slices.Contains(ids, l.TraceID) {
+			ids = append(ids, l.TraceID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	kept := map[string]bool{}
+	err := r.conn.Query(ctx, r.logsKept, Params{"trace_ids": strings.Join(ids, ",")}, func(b []byte) error {
+		var row struct {
+			TraceID string `json:"trace_id"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		kept[row.TraceID] = true
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("searching logs: which traces are stored: %w", err)
+	}
+	for i := range logs {
+		logs[i].Kept = kept[logs[i].TraceID]
+	}
+	return nil
 }
 
 // searchLogs appends the logs matching f between from and to (inclusive),
@@ -90,14 +125,11 @@ func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, l
 		p[name] = w
 	}
 	err := r.conn.Query(ctx, strings.ReplaceAll(r.logSearch, "${words}", cond.String()), p, func(b []byte) error {
-		var row struct {
-			logRow
-			Kept uint8 `json:"kept"`
-		}
+		var row logRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
-		out = append(out, SearchLog{Log: row.log(), Kept: row.Kept == 1})
+		out = append(out, SearchLog{Log: row.log()})
 		return nil
 	})
 	if err != nil {

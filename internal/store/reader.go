@@ -48,6 +48,7 @@ type Reader struct {
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
 	window, spans, logs, findings, summary, clock, logSearch string
+	logsKept                                                 string
 	traceSearch, services, operations                        string
 	spansTable                                               string // qualified with the database
 }
@@ -64,7 +65,7 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		window: Query("trace_window", db), spans: Query("trace_spans", db),
 		logs: Query("trace_logs", db), findings: Query("trace_findings", db),
 		summary: Query("findings_summary", db), clock: Query("trace_clock", db),
-		logSearch: Query("logs_search", db), traceSearch: Query("traces_search", db),
+		logSearch: Query("logs_search", db), logsKept: Query("logs_kept", db), traceSearch: Query("traces_search", db),
 		services: Query("services", db), operations: Query("operations", db), spansTable: db + ".spans"}
 }
 

@@ -1,29 +1,22 @@
 -- Log search, newest first. The words slot below is replaced by one
 -- `AND hasToken(lower(body), <word N>)` per search word (the token index
 -- on lower(body) skips granules without them); every value is a bound
--- parameter. `kept` says whether the line's trace is stored.
-WITH matched AS
-(
-    SELECT
-        toInt64(toUnixTimestamp64Nano(timestamp)) AS timestamp,
-        toInt64(toUnixTimestamp64Nano(observed_timestamp)) AS observed_timestamp,
-        toString(severity_text) AS severity_text, severity_number, body, trace_id, span_id,
-        toString(service) AS service, toString(host) AS host,
-        CAST(attributes, 'Map(String, String)') AS attributes, CAST(resource, 'Map(String, String)') AS resource,
-        toString(scope_name) AS scope_name
-    FROM ${db}.logs
-    WHERE logs.timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
-      AND logs.timestamp <= fromUnixTimestamp64Nano({end_ns:Int64})
-      AND ({service:String} = '' OR logs.service = {service:String})
-      AND ({severity:String} = '' OR lower(logs.severity_text) = lower({severity:String}))
-      AND ({trace_id:String} = '' OR logs.trace_id = {trace_id:String})
-      ${words}
-    ORDER BY logs.timestamp DESC, logs.service, logs.trace_id, logs.span_id, cityHash64(logs.body)
-    LIMIT {limit:Int64}
-)
-SELECT *,
-    toUInt8(trace_id != '' AND trace_id IN (
-        SELECT trace_id FROM ${db}.trace_index WHERE trace_id IN (SELECT trace_id FROM matched)
-    )) AS kept
-FROM matched
-ORDER BY timestamp DESC, service, trace_id, span_id, cityHash64(body)
+-- parameter. Whether each line's trace is stored is asked afterwards
+-- (logs_kept.sql): the engine runs a WITH subquery again at every
+-- reference, so asking it here ran the search twice.
+SELECT
+    toInt64(toUnixTimestamp64Nano(timestamp)) AS timestamp,
+    toInt64(toUnixTimestamp64Nano(observed_timestamp)) AS observed_timestamp,
+    toString(severity_text) AS severity_text, severity_number, body, trace_id, span_id,
+    toString(service) AS service, toString(host) AS host,
+    CAST(attributes, 'Map(String, String)') AS attributes, CAST(resource, 'Map(String, String)') AS resource,
+    toString(scope_name) AS scope_name
+FROM ${db}.logs
+WHERE logs.timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
+  AND logs.timestamp <= fromUnixTimestamp64Nano({end_ns:Int64})
+  AND ({service:String} = '' OR logs.service = {service:String})
+  AND ({severity:String} = '' OR lower(logs.severity_text) = lower({severity:String}))
+  AND ({trace_id:String} = '' OR logs.trace_id = {trace_id:String})
+  ${words}
+ORDER BY logs.timestamp DESC, logs.service, logs.trace_id, logs.span_id, cityHash64(logs.body)
+LIMIT {limit:Int64}
