@@ -78,14 +78,8 @@ func (c *nativeColumn) appendUInt64(v uint64) { c.data = binary.LittleEndian.App
 
 func (c *nativeColumn) appendUInt8(v uint8) { c.data = append(c.data, v) }
 
-// appendEntry adds a key and value, already encoded as Native strings, to
-// the map of the current row; endMap ends the row.
-func (c *nativeColumn) appendEntry(key, value []byte) {
-	c.keys = append(c.keys, key...)
-	c.values = append(c.values, value...)
-	c.entries++
-}
-
+// endMap ends the current row of a map column: its entries are in keys and
+// values, entries counts them.
 func (c *nativeColumn) endMap() { c.data = binary.LittleEndian.AppendUint64(c.data, c.entries) }
 
 // nativeBlock builds a Native block of a table's columns, row by row.

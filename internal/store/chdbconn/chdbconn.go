@@ -10,6 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 
 	"github.com/chdb-io/chdb-go/chdb"
 
@@ -39,7 +43,8 @@ func Open(dataDir string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("chdb: opening session on %s: %w", dataDir, err)
 	}
-	insertDir, err := os.MkdirTemp("", "tracesift-inserts-")
+	removeStaleInsertDirs(os.TempDir())
+	insertDir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", insertDirPrefix, os.Getpid()))
 	if err != nil {
 		s.Close()
 		return nil, fmt.Errorf("chdb: creating a directory for inserts: %w", err)
@@ -79,6 +84,33 @@ func (c *Conn) Exec(ctx context.Context, query string, params store.Params) erro
 		return err
 	}
 	return c.run(q, nil)
+}
+
+// insertDirPrefix starts the name of each process's directory of insert
+// files, followed by its pid.
+const insertDirPrefix = "tracesift-inserts-"
+
+// removeStaleInsertDirs removes the insert directories in dir of processes
+// that are gone: a process killed during an insert leaves its file behind.
+func removeStaleInsertDirs(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		rest, ok := strings.CutPrefix(e.Name(), insertDirPrefix)
+		if !ok || !e.IsDir() {
+			continue
+		}
+		pidText, _, _ := strings.Cut(rest, "-")
+		pid, err := strconv.Atoi(pidText)
+		if err != nil || pid <= 0 || pid == os.Getpid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 // Insert implements store.Conn. The rows go through a file that the engine

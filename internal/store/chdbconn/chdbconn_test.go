@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -490,4 +492,40 @@ func TestSearchTraces(t *testing.T) {
 	ops, err := r.Operations(ctx, "shop-web", base.UnixNano(), base.Add(time.Minute).UnixNano())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"GET /cart", "POST /pay"}, ops)
+}
+
+// Inserts leave no file behind, and a process's insert directory is
+// removed by the next one to open a store once its process is gone.
+func TestInsertFilesAreRemoved(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	td := ptrace.NewTraces()
+	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetTraceID(traceID(0x71))
+	sp.SetSpanID(spanID(1))
+	_, err := store.NewWriter(conn, db).WriteTraces(ctx, td)
+	require.NoError(t, err)
+	left, err := os.ReadDir(conn.insertDir)
+	require.NoError(t, err)
+	assert.Empty(t, left, "insert files left in %s", conn.insertDir)
+
+	dir := t.TempDir()
+	gone := exec.Command("true")
+	require.NoError(t, gone.Run())
+	names := map[string]bool{ // name: removed
+		fmt.Sprintf("tracesift-inserts-%d-a", gone.Process.Pid): true,
+		fmt.Sprintf("tracesift-inserts-%d-b", os.Getpid()):      false,
+		"tracesift-inserts-1-c":                                 false, // pid 1 runs
+		"tracesift-inserts-x-d":                                 false,
+		"other":                                                 false,
+	}
+	for name := range names {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, name), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name, "rows-1"), []byte("x"), 0o644))
+	}
+	removeStaleInsertDirs(dir)
+	for name, removed := range names {
+		_, err := os.Stat(filepath.Join(dir, name))
+		assert.Equal(t, removed, os.IsNotExist(err), name)
+	}
 }
