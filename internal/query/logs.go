@@ -18,10 +18,12 @@ const (
 	maxQueryLen      = 1024
 )
 
-// getLogs serves GET /api/v1/logs?q=&service=&severity=&traceId=&start=&end=&limit=:
-// log lines whose body has every word of q (whole words, any case), newest
-// first, each with its traceId and whether that trace is stored. Bounded by
-// time: the last hour unless start/end say otherwise.
+// getLogs serves GET /api/v1/logs?q=&service=&severity=&traceId=&attr.KEY=VALUE
+// &start=&end=&limit=: log lines whose body has every word of q (whole
+// words, any case) and whose attributes or resource (a Loki stream's labels)
+// have each KEY=VALUE, newest first, each with its traceId and whether that
+// trace is stored. Bounded by time: the last hour unless start/end say
+// otherwise.
 func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := store.LogsFilter{Service: q.Get("service"), Severity: q.Get("severity"), TraceID: q.Get("traceId")}
@@ -42,6 +44,10 @@ func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var msg string
+	if f.Attributes, msg = attributeFilters(q); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
 	if f.Start, f.End, f.Limit, msg = window(q, time.Now(), defaultLogsRange, defaultLogsLimit, maxLogsLimit); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return

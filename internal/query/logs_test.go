@@ -33,7 +33,14 @@ func TestGetLogs(t *testing.T) {
 		Start: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC).UnixNano(),
 		End:   time.Date(2026, 11, 30, 11, 0, 0, 0, time.UTC).UnixNano()}, lastLogs)
 
+	rec = get("/api/v1/logs?attr.thread.name=main&attr.env=prod&attr.env=eu")
+	require.Equal(t, http.StatusOK, rec.Code)
+	assert.Equal(t, []store.AttributeFilter{{Key: "env", Value: "eu"}, {Key: "env", Value: "prod"}, {Key: "thread.name", Value: "main"}},
+		lastLogs.Attributes, "every attr.KEY=VALUE, in a stable order")
+
 	for path, want := range map[string]string{
+		"/api/v1/logs?attr.=x": "`attr.KEY`",
+		"/api/v1/logs?attr.a=1&attr.b=2&attr.c=3&attr.d=4&attr.e=5&attr.f=6&attr.g=7&attr.h=8&attr.i=9": "at most",
 		"/api/v1/logs?traceId=XYZ":                         "`traceId`",
 		"/api/v1/logs?limit=0":                             "`limit`",
 		"/api/v1/logs?start=soon":                          "`start`",

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,31 +35,11 @@ func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("`service` and `operation` are at most %d bytes", maxParamLen))
 		return
 	}
-	for key, values := range q {
-		name, ok := strings.CutPrefix(key, "attr.")
-		if !ok {
-			continue
-		}
-		if name == "" || len(name) > maxParamLen {
-			writeError(w, http.StatusBadRequest, fmt.Sprintf("`attr.KEY`: the key must be 1 to %d bytes", maxParamLen))
-			return
-		}
-		for _, v := range values {
-			if len(v) > maxParamLen {
-				writeError(w, http.StatusBadRequest, fmt.Sprintf("`%s`: the value must be at most %d bytes", key, maxParamLen))
-				return
-			}
-			f.Attributes = append(f.Attributes, store.AttributeFilter{Key: name, Value: v})
-		}
-	}
-	if len(f.Attributes) > store.MaxAttributeFilters {
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("at most %d `attr.KEY=VALUE` filters", store.MaxAttributeFilters))
+	var msg string
+	if f.Attributes, msg = attributeFilters(q); msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	// A stable order of the filters, for the same query text every time.
-	slices.SortFunc(f.Attributes, func(a, b store.AttributeFilter) int {
-		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Value, b.Value))
-	})
 	if v := q.Get("offset"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > maxTracesOffset {
@@ -91,7 +72,6 @@ func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "`status`: want error (or nothing for every trace)")
 		return
 	}
-	var msg string
 	if f.Start, f.End, f.Limit, msg = window(q, time.Now(), defaultTracesRange, defaultTracesLimit, maxTracesLimit); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
@@ -143,4 +123,33 @@ func (a *api) writeNames(w http.ResponseWriter, what string, names []string, err
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string][]string{what: names})
+}
+
+// attributeFilters reads the attr.KEY=VALUE parameters of q, in a stable
+// order (for the same query text every time), or says what is wrong with
+// them.
+func attributeFilters(q url.Values) ([]store.AttributeFilter, string) {
+	var out []store.AttributeFilter
+	for key, values := range q {
+		name, ok := strings.CutPrefix(key, "attr.")
+		if !ok {
+			continue
+		}
+		if name == "" || len(name) > maxParamLen {
+			return nil, fmt.Sprintf("`attr.KEY`: the key must be 1 to %d bytes", maxParamLen)
+		}
+		for _, v := range values {
+			if len(v) > maxParamLen {
+				return nil, fmt.Sprintf("`%s`: the value must be at most %d bytes", key, maxParamLen)
+			}
+			out = append(out, store.AttributeFilter{Key: name, Value: v})
+		}
+	}
+	if len(out) > store.MaxAttributeFilters {
+		return nil, fmt.Sprintf("at most %d `attr.KEY=VALUE` filters", store.MaxAttributeFilters)
+	}
+	slices.SortFunc(out, func(a, b store.AttributeFilter) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), strings.Compare(a.Value, b.Value))
+	})
+	return out, ""
 }

@@ -15,8 +15,11 @@ type LogsFilter struct {
 	// (see SearchWords).
 	Words                      []string
 	Service, Severity, TraceID string
-	Start, End                 int64
-	Limit                      int
+	// Attributes must each be in the line's attributes or its resource
+	// (where a Loki stream's labels are), with the value.
+	Attributes []AttributeFilter
+	Start, End int64
+	Limit      int
 }
 
 // MaxSearchWords bounds the words of one search.
@@ -54,6 +57,9 @@ type SearchLog struct {
 func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]SearchLog, error) {
 	if len(f.Words) > MaxSearchWords {
 		return nil, fmt.Errorf("at most %d search words, got %d", MaxSearchWords, len(f.Words))
+	}
+	if len(f.Attributes) > MaxAttributeFilters {
+		return nil, fmt.Errorf("at most %d attribute filters, got %d", MaxAttributeFilters, len(f.Attributes))
 	}
 	span := f.End - f.Start
 	cuts := []int64{f.End - span/16, f.End - span/4, f.Start}
@@ -124,7 +130,12 @@ func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, l
 		fmt.Fprintf(&cond, "AND hasToken(lower(logs.body), {%s:String}) ", name)
 		p[name] = w
 	}
-	err := r.conn.Query(ctx, strings.ReplaceAll(r.logSearch, "${words}", cond.String()), p, func(b []byte) error {
+	for i, a := range f.Attributes {
+		k, v := fmt.Sprintf("ak%d", i), fmt.Sprintf("av%d", i)
+		fmt.Fprintf(&cond, "AND (logs.attributes[{%s:String}] = {%s:String} OR logs.resource[{%s:String}] = {%s:String}) ", k, v, k, v)
+		p[k], p[v] = a.Key, a.Value
+	}
+	err := r.conn.Query(ctx, strings.ReplaceAll(r.logSearch, "${conditions}", cond.String()), p, func(b []byte) error {
 		var row logRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err

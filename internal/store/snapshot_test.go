@@ -23,7 +23,7 @@ import (
 var updateSnapshots = flag.Bool("update", false, "rewrite testdata/snapshots/ from the SQL the Reader sends")
 
 // The SQL the Reader sends is held to golden files: a change of a query, of
-// a slot expansion (${attrs}, ${words}) or of the parameters bound to them
+// a slot expansion (${attrs}, ${conditions}) or of the parameters bound to them
 // shows up as a diff in review. `go test ./internal/store/ -run Snapshot
 // -update` rewrites them.
 
@@ -102,6 +102,12 @@ func snapshotCases() []snapshotCase {
 		{"logs, three words, service and severity, three slices", func(ctx context.Context, r *Reader, v int) error {
 			_, err := r.SearchLogs(ctx, LogsFilter{Words: []string{str("card", v), str("declined", v), str("again", v)},
 				Service: str("payments", v), Severity: str("error", v), Start: start(v), End: end(v), Limit: 100 + v})
+			return err
+		}},
+		{"logs, a word and two attributes", func(ctx context.Context, r *Reader, v int) error {
+			_, err := r.SearchLogs(ctx, LogsFilter{Words: []string{str("timeout", v)},
+				Attributes: []AttributeFilter{{Key: str("thread.name", v), Value: str("main", v)}, {Key: str("env", v), Value: str("prod", v)}},
+				Start:      start(v), End: end(v), Limit: 100 + v})
 			return err
 		}},
 		{"findings, no filter", func(ctx context.Context, r *Reader, v int) error {

@@ -67,7 +67,7 @@ func TestQueriesSnapshot(t *testing.T) {
 	}
 	assert.Contains(t, Query("trace_spans", "tsdb"), "fromUnixTimestamp64Nano({start_ns:Int64})", "span reads are bounded by the trace's window")
 	search := Query("logs_search", "tsdb")
-	assert.Equal(t, 1, strings.Count(search, "${words}"), "one slot for the word conditions")
+	assert.Equal(t, 1, strings.Count(search, "${conditions}"), "one slot for the word and attribute conditions")
 	assert.Contains(t, search, "fromUnixTimestamp64Nano({start_ns:Int64})", "searches are bounded by time")
 }
 

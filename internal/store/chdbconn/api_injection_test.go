@@ -44,6 +44,7 @@ func injectionPayloads() []string {
 		`${db}`,
 		`${attrs}`,
 		`${words}`,
+		`${conditions}`,
 		"\x00",
 		"%00",
 		"a\x00' OR 1=1 --",
@@ -127,7 +128,7 @@ func apiEndpoints() []apiEndpoint {
 			tried: map[string]paramKind{"kind": kindFilter, "service": kindFilter, "start": kindParsed, "end": kindParsed, "limit": kindParsed}},
 		{path: "/api/v1/logs", field: "logs", key: "body", params: everything("limit", "1000"),
 			tried: map[string]paramKind{"q": kindWords, "service": kindFilter, "severity": kindFilter, "traceId": kindParsed,
-				"start": kindParsed, "end": kindParsed, "limit": kindParsed}},
+				"attr.*": kindFilter, "attr.thread.name": kindFilter, "start": kindParsed, "end": kindParsed, "limit": kindParsed}},
 	}
 }
 

@@ -275,7 +275,9 @@ func TestSearchLogs(t *testing.T) {
 	add := func(service, sev, body string, at time.Duration, trace byte) {
 		rl := ld.ResourceLogs().AppendEmpty()
 		rl.Resource().Attributes().PutStr("service.name", service)
+		rl.Resource().Attributes().PutStr("env", map[string]string{"payments": "prod", "checkout": "staging"}[service])
 		lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+		lr.Attributes().PutStr("thread.name", map[bool]string{true: "main", false: "worker-1"}[at < 3*time.Second])
 		lr.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(at)))
 		lr.SetSeverityText(sev)
 		lr.Body().SetStr(body)
@@ -318,6 +320,22 @@ func TestSearchLogs(t *testing.T) {
 	assert.Equal(t, []string{"card accepted"}, search(store.LogsFilter{TraceID: traceID(0x92).String()}))
 	assert.Equal(t, []string{"cart rendered in 12ms"}, search(store.LogsFilter{Limit: 1}))
 	assert.Empty(t, search(store.LogsFilter{Service: "x' OR 1=1 --", Words: []string{"card"}}), "values are values, never SQL")
+	attrs := func(kv ...string) []store.AttributeFilter {
+		var out []store.AttributeFilter
+		for i := 0; i+1 < len(kv); i += 2 {
+			out = append(out, store.AttributeFilter{Key: kv[i], Value: kv[i+1]})
+		}
+		return out
+	}
+	assert.Equal(t, []string{"card accepted", "Card declined by acquirer: insufficient funds"},
+		search(store.LogsFilter{Attributes: attrs("thread.name", "main")}), "a log attribute")
+	assert.Equal(t, []string{"cart rendered in 12ms", "Retrying card payment after timeout"},
+		search(store.LogsFilter{Attributes: attrs("env", "staging")}), "a resource attribute (a Loki stream's label)")
+	assert.Equal(t, []string{"Retrying card payment after timeout"},
+		search(store.LogsFilter{Words: store.SearchWords("card"), Attributes: attrs("env", "staging", "thread.name", "worker-1")}),
+		"every filter must hold")
+	assert.Empty(t, search(store.LogsFilter{Attributes: attrs("thread.name", "main", "env", "staging")}))
+	assert.Empty(t, search(store.LogsFilter{Attributes: attrs("env' OR 1=1 --", "prod")}), "keys are values too")
 
 	got, err := r.SearchLogs(ctx, store.LogsFilter{TraceID: traceID(0x91).String(), Start: base.UnixNano(),
 		End: base.Add(2 * time.Hour).UnixNano(), Limit: 10})

@@ -1,7 +1,8 @@
--- Log search, newest first. The words slot below is replaced by one
+-- Log search, newest first. The conditions slot below is replaced by one
 -- `AND hasToken(lower(body), <word N>)` per search word (the token index
--- on lower(body) skips granules without them); every value is a bound
--- parameter. Whether each line's trace is stored is asked afterwards
+-- on lower(body) skips granules without them), then one `AND (attributes[<key
+-- N>] = <value N> OR resource[<key N>] = <value N>)` per attribute filter;
+-- every value is a bound parameter. Whether each line's trace is stored is asked afterwards
 -- (logs_kept.sql): the engine runs a WITH subquery again at every
 -- reference, so asking it here ran the search twice.
 SELECT
@@ -17,6 +18,6 @@ WHERE logs.timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
   AND ({service:String} = '' OR logs.service = {service:String})
   AND ({severity:String} = '' OR lower(logs.severity_text) = lower({severity:String}))
   AND ({trace_id:String} = '' OR logs.trace_id = {trace_id:String})
-  ${words}
+  ${conditions}
 ORDER BY logs.timestamp DESC, logs.service, logs.trace_id, logs.span_id, cityHash64(logs.body)
 LIMIT {limit:Int64}
