@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/golang/snappy"
 	"github.com/stretchr/testify/assert"
@@ -212,4 +214,50 @@ func TestConsumerErrors(t *testing.T) {
 			assert.Equal(t, wantDropped, e.counter(t, "tracesift_loki_records_dropped", attrEndpoint("push")))
 		})
 	}
+}
+
+// Records over max_lines_per_second are refused with 429 and the seconds to
+// wait, and taken once the bound allows them; a request larger than the
+// bound can ever let through is 413.
+func TestLinesPerSecondBound(t *testing.T) {
+	var elapsed atomic.Int64 // since testNow, in ns
+	e := newEnv(t, envOptions{
+		config: func(c *Config) { c.MaxLinesPerSecond = 10 },
+		clock:  func() time.Time { return testNow.Add(time.Duration(elapsed.Load())) },
+	})
+	lines := func(n int) []byte { return []byte(strings.Repeat("a line\n", n)) }
+	post := func(n int) (*http.Response, []byte) {
+		return e.post(t, linesPath+"?service=s", "text/plain", "", lines(n))
+	}
+
+	resp, body := post(8)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	resp, body = post(5) // 2 left of 10
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", body)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Contains(t, string(body), "over `max_lines_per_second` (10): retry in 300ms")
+	assert.Equal(t, 8, e.logs.LogRecordCount(), "the refused records are not taken")
+	assert.EqualValues(t, 1, e.requests(t, "lines", "limited"))
+
+	elapsed.Store(int64(300 * time.Millisecond)) // 2 + 3 refilled
+	resp, body = post(5)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	resp, body = e.post(t, pushPath, "application/json", "",
+		[]byte(`{"streams":[{"stream":{"service_name":"s"},"values":[["1","x"]]}]}`))
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "both endpoints share the bound: %s", body)
+	assert.EqualValues(t, 1, e.requests(t, "push", "limited"))
+
+	resp, body = post(11)
+	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", body)
+	assert.Contains(t, string(body), "more than `max_lines_per_second` (10) lets through at once")
+	assert.Equal(t, 13, e.logs.LogRecordCount())
+	assert.Equal(t, 1, e.logged.FilterMessageSnippet("max_lines_per_second").FilterMessageSnippet("429").Len(),
+		"explained once in the log")
+}
+
+func TestUnboundedLinesPerSecond(t *testing.T) {
+	e := newEnv(t, envOptions{config: func(c *Config) { c.MaxLinesPerSecond = 0 }})
+	resp, body := e.post(t, linesPath+"?service=s", "text/plain", "", []byte(strings.Repeat("a line\n", 5000)))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	assert.Equal(t, 5000, e.logs.LogRecordCount())
 }

@@ -15,6 +15,7 @@ const (
 	defaultEndpoint           = "localhost:3100" // Loki's own port
 	defaultMaxRequestBodySize = 16 << 20         // 16 MiB
 	defaultMaxLineBytes       = 64 << 10         // 64 KiB
+	defaultMaxLinesPerSecond  = 1_000_000
 )
 
 // Config is the configuration of the tracesift_loki receiver:
@@ -24,6 +25,7 @@ const (
 //	    endpoint: localhost:3100
 //	    max_request_body_size: 16777216
 //	    max_line_bytes: 65536
+//	    max_lines_per_second: 1000000
 type Config struct {
 	// ServerConfig holds the Collector's HTTP server settings (endpoint, tls,
 	// cors, auth, max_request_body_size, compression_algorithms,
@@ -46,6 +48,15 @@ type Config struct {
 	// Default 65536 (64 KiB). Must be positive.
 	MaxLineBytes int `mapstructure:"max_line_bytes"`
 
+	// MaxLinesPerSecond bounds the rate of records (lines) the receiver
+	// takes, over both endpoints, with a burst of one second's worth: a
+	// request beyond it is answered 429 with Retry-After, which Loki clients
+	// (Promtail, Alloy, Fluent Bit, Vector) and curl scripts retry, and its
+	// records are not taken. Default 1000000, about twice what one
+	// collector on 2 cores stores; 0 removes the bound. A request of more
+	// records than the bound can never pass: it is answered 413.
+	MaxLinesPerSecond int `mapstructure:"max_lines_per_second"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -64,6 +75,10 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("`max_line_bytes` must be positive (default %d), got %d",
 			defaultMaxLineBytes, c.MaxLineBytes))
 	}
+	if c.MaxLinesPerSecond < 0 {
+		errs = append(errs, fmt.Errorf("`max_lines_per_second` must be 0 (no bound) or positive (default %d), got %d",
+			defaultMaxLinesPerSecond, c.MaxLinesPerSecond))
+	}
 	if c.ServerConfig.NetAddr.Endpoint == "" {
 		errs = append(errs, fmt.Errorf("`endpoint` must not be empty (default %q)", defaultEndpoint))
 	}
@@ -78,5 +93,5 @@ func createDefaultConfig() component.Config {
 	// As in tracesift_otlp: the answer to a request that waited for the
 	// pipeline must still get out.
 	sc.WriteTimeout = 0
-	return &Config{ServerConfig: sc, MaxLineBytes: defaultMaxLineBytes}
+	return &Config{ServerConfig: sc, MaxLineBytes: defaultMaxLineBytes, MaxLinesPerSecond: defaultMaxLinesPerSecond}
 }

@@ -52,6 +52,8 @@ type envOptions struct {
 	config func(*Config)
 	// next replaces the LogsSink as the next consumer.
 	next consumer.Logs
+	// clock replaces the fixed testNow as the receive time.
+	clock func() time.Time
 }
 
 func newEnv(t testing.TB, opts envOptions) *testEnv {
@@ -75,6 +77,9 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 	require.NoError(t, err)
 	e.r = lr.(*lokiReceiver)
 	e.r.clock = func() time.Time { return testNow }
+	if opts.clock != nil {
+		e.r.clock = opts.clock
+	}
 	require.NoError(t, e.r.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() {
 		require.NoError(t, e.r.Shutdown(context.Background()))

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/golang/snappy"
@@ -271,6 +273,9 @@ func (r *lokiReceiver) deliver(w http.ResponseWriter, req *http.Request, ep endp
 	ctx := req.Context()
 	r.countBadInput(ctx, req, ep, st)
 	n := ld.LogRecordCount()
+	if n > 0 && !r.allow(w, req, ep, n) {
+		return
+	}
 	if n > 0 {
 		if err := r.next.ConsumeLogs(ctx, ld); err != nil {
 			if consumererror.IsPermanent(err) {
@@ -421,4 +426,31 @@ func writeResponse(w http.ResponseWriter, contentType string, code int, body []b
 	w.WriteHeader(code)
 	// The client may be gone; there is nobody left to tell.
 	_, _ = w.Write(body) // #nosec G705 -- explicit non-HTML Content-Type and nosniff
+}
+
+// allow takes n records from the rate bound (max_lines_per_second), or
+// answers the request 429 with the seconds to wait (413 when n is more than
+// the bound allows at all) and reports false.
+func (r *lokiReceiver) allow(w http.ResponseWriter, req *http.Request, ep endpoint, n int) bool {
+	if r.limiter == nil {
+		return true
+	}
+	now := r.clock()
+	if n > r.limiter.Burst() {
+		r.reject(w, req, ep, warnTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request holds %d "+
+			"records, more than `max_lines_per_second` (%d) lets through at once: send smaller batches", n, r.limiter.Burst()))
+		return false
+	}
+	res := r.limiter.ReserveN(now, n)
+	wait := res.DelayFrom(now)
+	if wait == 0 {
+		return true
+	}
+	res.CancelAt(now)
+	r.tel.requests.Add(req.Context(), 1, r.tel.requestAttrs[ep][outcomeLimited]...)
+	r.warn(warnLimited, req, ep, zap.Int("records", n), zap.Int("max_lines_per_second", r.cfg.MaxLinesPerSecond))
+	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+	r.writeError(w, ep, http.StatusTooManyRequests, fmt.Sprintf("over `max_lines_per_second` (%d): retry in %s",
+		r.cfg.MaxLinesPerSecond, wait.Round(time.Millisecond)))
+	return false
 }

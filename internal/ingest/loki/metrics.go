@@ -39,10 +39,12 @@ const (
 	// outcomeDropped: the pipeline refused the records with a permanent
 	// error (400); they are lost (tracesift_loki_records_dropped).
 	outcomeDropped
+	// outcomeLimited: over max_lines_per_second (429: the client retries).
+	outcomeLimited
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"ok", "malformed", "unauthorized", "unavailable", "dropped"}
+var outcomeNames = [numOutcomes]string{"ok", "malformed", "unauthorized", "unavailable", "dropped", "limited"}
 
 // reason is the `reason` attribute of tracesift_loki_records_invalid: why a
 // record was stored otherwise than it was sent. A record counts at most once
@@ -102,7 +104,8 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 			"Requests received, by endpoint (push|lines) and outcome: ok; malformed (unreadable body, bad "+
 				"query parameter, too large, wrong method or media type: never retried); unauthorized; "+
 				"unavailable (the pipeline refused with a retryable error, 503: the client retries); dropped "+
-				"(the pipeline refused with a permanent error, 400: the records are lost)."),
+				"(the pipeline refused with a permanent error, 400: the records are lost); limited (over "+
+				"max_lines_per_second, 429: the client retries)."),
 		records: counter("tracesift_loki_records", "{record}",
 			"Log records accepted by the pipeline, by endpoint (push|lines)."),
 		dropped: counter("tracesift_loki_records_dropped", "{record}",

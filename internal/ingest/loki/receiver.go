@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
+	"golang.org/x/time/rate"
 
 	"github.com/tracesift/tracesift/internal/ingest"
 )
@@ -36,6 +37,9 @@ type lokiReceiver struct {
 	next   consumer.Logs
 	// clock gives the receive time; tests fix it.
 	clock func() time.Time
+	// limiter bounds the records a second (max_lines_per_second); nil
+	// without a bound.
+	limiter *rate.Limiter
 
 	server *http.Server
 	// addr is where the server listens (the port chosen when the endpoint
@@ -70,7 +74,11 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*lokiR
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &lokiReceiver{cfg: cfg, set: set, logger: logger, tel: tel, next: next, clock: time.Now}, nil
+	r := &lokiReceiver{cfg: cfg, set: set, logger: logger, tel: tel, next: next, clock: time.Now}
+	if n := cfg.MaxLinesPerSecond; n > 0 {
+		r.limiter = rate.NewLimiter(rate.Limit(n), n)
+	}
+	return r, nil
 }
 
 // Start starts the HTTP server; it fails when the endpoint cannot be

@@ -16,6 +16,7 @@ const (
 	warnUnsupported                // 405, 415
 	warnBadQuery                   // 400: service/host of the lines endpoint
 	warnDropped                    // 400: permanent error of the pipeline
+	warnLimited                    // 429: over max_lines_per_second
 	warnTruncated                  // a value cut to max_line_bytes
 	warnInvalid                    // warnInvalid + reason: an invalid record
 	numWarnings     = warnInvalid + warning(numReasons)
@@ -34,6 +35,8 @@ var warningText = [numWarnings]string{
 		"bytes, UTF-8), as in /api/v1/logs/lines?service=checkout&host=node-1.",
 	warnDropped: "The pipeline refused log records with a permanent error: answered 400 and the records are " +
 		"dropped (counted in tracesift_loki_records_dropped). See the error of the exporter or processor.",
+	warnLimited: "Refused log records over `max_lines_per_second` with 429 and Retry-After; clients retry them " +
+		"later. Raise `max_lines_per_second` (0: no bound) or spread the load over more collectors.",
 	warnTruncated: "Cut a log line or attribute value longer than `max_line_bytes` and appended " +
 		"\"…[truncated N bytes]\"; raise `max_line_bytes` to keep such lines whole.",
 	warnInvalid + warning(reasonInvalidUTF8): "Stored a log record with text that is not valid UTF-8: the bad " +
@@ -55,6 +58,8 @@ func counterOf(why warning) string {
 	switch {
 	case why == warnDropped:
 		return "tracesift_loki_records_dropped"
+	case why == warnLimited:
+		return "tracesift_loki_requests{outcome=\"limited\"}"
 	case why == warnTruncated:
 		return "tracesift_loki_records_truncated"
 	case why >= warnInvalid:
