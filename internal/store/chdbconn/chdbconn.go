@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -123,6 +124,12 @@ func (c *Conn) Insert(ctx context.Context, table string, format store.Format, ro
 		return err
 	}
 	f, err := os.CreateTemp(c.insertDir, "rows-")
+	if errors.Is(err, fs.ErrNotExist) {
+		// Removed under us (a cleaner of $TMPDIR): make it again.
+		if err = os.MkdirAll(c.insertDir, 0o700); err == nil {
+			f, err = os.CreateTemp(c.insertDir, "rows-")
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("chdb: insert into %s: %w", table, err)
 	}

@@ -527,6 +527,14 @@ func TestInsertFilesAreRemoved(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, left, "insert files left in %s", conn.insertDir)
 
+	// A cleaner of $TMPDIR removed the directory: the next insert makes it
+	// again.
+	require.NoError(t, os.RemoveAll(conn.insertDir))
+	sp.SetSpanID(spanID(2))
+	_, err = store.NewWriter(conn, db).WriteTraces(ctx, td)
+	require.NoError(t, err)
+	assert.DirExists(t, conn.insertDir)
+
 	dir := t.TempDir()
 	gone := exec.Command("true")
 	require.NoError(t, gone.Run())
