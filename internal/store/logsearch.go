@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 )
 
@@ -90,16 +89,17 @@ func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]SearchLog, err
 
 // markKept sets Kept on the logs whose trace is stored.
 func (r *Reader) markKept(ctx context.Context, logs []SearchLog) error {
+	kept := map[string]bool{} // the page's trace ids; true once found stored
 	var ids []string
 	for _, l := range logs {
-		if l.TraceID != "" && !slices.Contains(ids, l.TraceID) {
+		if _, seen := kept[l.TraceID]; l.TraceID != "" && !seen {
+			kept[l.TraceID] = false
 			ids = append(ids, l.TraceID)
 		}
 	}
 	if len(ids) == 0 {
 		return nil
 	}
-	kept := map[string]bool{}
 	err := r.conn.Query(ctx, r.logsKept, Params{"trace_ids": strings.Join(ids, ",")}, func(b []byte) error {
 		var row struct {
 			TraceID string `json:"trace_id"`

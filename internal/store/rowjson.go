@@ -1,8 +1,5 @@
 package store
 
-// JSON for the API: the events and links columns hold it, and the analyzers' small
-// tables are inserted as JSONEachRow.
-
 import (
 	"encoding/hex"
 	"slices"
@@ -12,6 +9,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
+
+// The JSON the store writes itself: the events and links columns hold the
+// API's JSON of a span's events and links.
 
 // appendEvents appends evs as the API's JSON array of Event, which the reader
 // decodes from the events column.
