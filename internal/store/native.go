@@ -17,13 +17,17 @@ import (
 // A block is: the number of columns and of rows (unsigned LEB128), then per
 // column its name, its type (strings) and its values:
 //
-//	DateTime64(9), UInt64, UInt8  fixed-width little-endian integers
+//	DateTime64(9), DateTime,      fixed-width little-endian integers
+//	UInt64, UInt32, UInt8
 //	String                        LEB128 length, then the bytes
 //	Map(String, String)           per row the cumulative number of entries
 //	                              (UInt64), then every key, then every value
+//	Array(String)                 per row the cumulative number of elements
+//	                              (UInt64), then every element
 //
-// LowCardinality(String) columns are sent as String: the engine converts them
-// on insert (input_format_native_allow_types_conversion, on by default).
+// LowCardinality(String) columns are sent as String, and
+// SimpleAggregateFunction columns as their value type: the engine converts
+// them on insert (input_format_native_allow_types_conversion, on by default).
 //
 // Strings are made valid UTF-8 (each byte that is not part of valid UTF-8
 // becomes U+FFFD), as they were when rows went as JSON: the API serves them
@@ -36,16 +40,22 @@ const (
 	nativeString nativeType = iota
 	nativeDateTime64
 	nativeUInt64
+	nativeUInt32
 	nativeUInt8
+	nativeDateTime
 	nativeStringMap
+	nativeStringArray
 )
 
 var nativeTypeNames = [...]string{
-	nativeString:     "String",
-	nativeDateTime64: "DateTime64(9)",
-	nativeUInt64:     "UInt64",
-	nativeUInt8:      "UInt8",
-	nativeStringMap:  "Map(String, String)",
+	nativeString:      "String",
+	nativeDateTime64:  "DateTime64(9)",
+	nativeUInt64:      "UInt64",
+	nativeUInt32:      "UInt32",
+	nativeUInt8:       "UInt8",
+	nativeDateTime:    "DateTime",
+	nativeStringMap:   "Map(String, String)",
+	nativeStringArray: "Array(String)",
 }
 
 // nativeColumnDef names a column of a table and its type in the block.
@@ -58,7 +68,8 @@ type nativeColumnDef struct {
 type nativeColumn struct {
 	data []byte
 	// Map columns: data holds the cumulative entry counts, keys and values
-	// the entries, entries how many there are so far.
+	// the entries, entries how many there are so far. Array columns use keys
+	// for the elements.
 	keys, values []byte
 	entries      uint64
 }
@@ -76,9 +87,20 @@ func (c *nativeColumn) appendBytes(b []byte) {
 
 func (c *nativeColumn) appendUInt64(v uint64) { c.data = binary.LittleEndian.AppendUint64(c.data, v) }
 
+func (c *nativeColumn) appendUInt32(v uint32) { c.data = binary.LittleEndian.AppendUint32(c.data, v) }
+
 func (c *nativeColumn) appendUInt8(v uint8) { c.data = append(c.data, v) }
 
-// endMap ends the current row of a map column: its entries are in keys and
+// appendStrings appends a row of an Array(String) column.
+func (c *nativeColumn) appendStrings(ss []string) {
+	for _, s := range ss {
+		c.keys = appendNativeString(c.keys, s)
+	}
+	c.entries += uint64(len(ss))
+	c.endMap()
+}
+
+// endMap ends the current row of a map or array column: its entries are in keys and
 // values, entries counts them.
 func (c *nativeColumn) endMap() { c.data = binary.LittleEndian.AppendUint64(c.data, c.entries) }
 
@@ -128,6 +150,17 @@ func (b *nativeBlock) appendTo(dst []byte) []byte {
 		dst = append(dst, c.values...)
 	}
 	return dst
+}
+
+// validUTF8 returns s as appendNativeString stores it: each byte that is not
+// part of valid UTF-8 replaced by U+FFFD.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	b := appendNativeString(nil, s)
+	_, n := binary.Uvarint(b)
+	return string(b[n:])
 }
 
 // appendNativeString appends s as a Native String value: its length, then

@@ -5,8 +5,12 @@ import (
 	"embed"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -48,10 +52,19 @@ type Reader struct {
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
 	window, spans, logs, findings, summary, clock, logSearch string
-	logsKept                                                 string
+	logsKept, resources                                      string
 	traceSearch, services, operations                        string
 	spansTable                                               string // qualified with the database
+
+	// Resources read, by id. An id is a hash of the resource's entries, so
+	// what it names never changes.
+	resMu    sync.Mutex
+	resCache map[uint64]map[string]string
 }
+
+// maxCachedResources bounds the reader's resource cache; past it, the cache
+// starts again empty.
+const maxCachedResources = 4096
 
 // NewReader returns a reader of database db over conn.
 func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
@@ -65,8 +78,9 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		window: Query("trace_window", db), spans: Query("trace_spans", db),
 		logs: Query("trace_logs", db), findings: Query("trace_findings", db),
 		summary: Query("findings_summary", db), clock: Query("trace_clock", db),
-		logSearch: Query("logs_search", db), logsKept: Query("logs_kept", db), traceSearch: Query("traces_search", db),
-		services: Query("services", db), operations: Query("operations", db), spansTable: db + ".spans"}
+		logSearch: Query("logs_search", db), logsKept: Query("logs_kept", db), resources: Query("trace_resources", db),
+		traceSearch: Query("traces_search", db), services: Query("services", db), operations: Query("operations", db),
+		spansTable: db + ".spans"}
 }
 
 // GetTrace returns the trace's spans, logs and findings, or ErrNotFound.
@@ -92,12 +106,14 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	}
 	t := &Trace{TraceID: traceID, Spans: []Span{}, Logs: []Log{}, Findings: []Finding{}, ClockOffsets: map[string]int64{}}
 	p := Params{"trace_id": traceID, "start_ns": win.StartNs, "end_ns": win.EndNs}
+	var resourceIDs []uint64 // of each span
 	err = r.conn.Query(ctx, r.spans, p, func(b []byte) error {
 		var row spanRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
 		t.Spans = append(t.Spans, row.span())
+		resourceIDs = append(resourceIDs, row.ResourceID)
 		return nil
 	})
 	if err != nil {
@@ -105,6 +121,9 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	}
 	if len(t.Spans) == 0 {
 		return nil, ErrNotFound
+	}
+	if err := r.setResources(ctx, t.Spans, resourceIDs); err != nil {
+		return nil, fmt.Errorf("reading the resources of trace %s: %w", traceID, err)
 	}
 	w := r.cfg.LogWindow.Nanoseconds()
 	lp := Params{"trace_id": traceID, "from_ns": win.StartNs - w, "to_ns": win.EndNs + w, "limit": uint64(r.cfg.MaxLogs)}
@@ -148,6 +167,67 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 		return nil, fmt.Errorf("reading the clock offsets of trace %s: %w", traceID, err)
 	}
 	return t, nil
+}
+
+// setResources gives each span the resource its row names (ids[i] for
+// spans[i]; 0 for rows that carry theirs), from the cache or the resources
+// table. Spans of one resource share one copy of it.
+func (r *Reader) setResources(ctx context.Context, spans []Span, ids []uint64) error {
+	found := map[uint64]map[string]string{}
+	var missing []uint64
+	r.resMu.Lock()
+	for _, id := range ids {
+		if _, ok := found[id]; ok || id == 0 {
+			continue
+		}
+		m, ok := r.resCache[id]
+		if !ok {
+			missing = append(missing, id)
+		}
+		found[id] = m
+	}
+	r.resMu.Unlock()
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		list := make([]string, len(missing))
+		for i, id := range missing {
+			list[i] = strconv.FormatUint(id, 10)
+		}
+		read := map[uint64]map[string]string{}
+		err := r.conn.Query(ctx, r.resources, Params{"ids": strings.Join(list, ",")}, func(b []byte) error {
+			var row struct {
+				ResourceID uint64            `json:"resource_id"`
+				Attributes map[string]string `json:"attributes"`
+			}
+			if err := json.Unmarshal(b, &row); err != nil {
+				return err
+			}
+			read[row.ResourceID] = nonNil(row.Attributes)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		r.resMu.Lock()
+		if r.resCache == nil || len(r.resCache)+len(read) > maxCachedResources {
+			r.resCache = make(map[uint64]map[string]string, len(read))
+		}
+		for id, m := range read {
+			r.resCache[id] = m
+			found[id] = m
+		}
+		r.resMu.Unlock()
+	}
+	for id, m := range found {
+		// The cache's maps are never handed out: the trace gets a copy.
+		found[id] = maps.Clone(nonNil(m))
+	}
+	for i, id := range ids {
+		if id != 0 {
+			spans[i].Resource = found[id]
+		}
+	}
+	return nil
 }
 
 func (row spanRow) span() Span {

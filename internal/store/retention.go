@@ -15,18 +15,25 @@ type Retention struct {
 	Logs time.Duration
 }
 
-// retentionTables names each table with the column its age is measured by
-// and which retention applies.
+// retentionTables names each table with the column its age is measured by,
+// which retention applies, and how much longer than it the table keeps rows.
+// Tables that are not partitioned by day (trace_index, resources) expire row
+// by row; the others drop whole parts.
 var retentionTables = []struct {
 	table, column string
 	logs          bool
+	extra         time.Duration
+	rowByRow      bool
 }{
-	{"spans", "timestamp", false},
-	{"trace_index", "end", false},
-	{"trace_summaries", "start", false},
-	{"findings", "timestamp", false},
-	{"trace_clock", "timestamp", false},
-	{"logs", "timestamp", true},
+	{"spans", "timestamp", false, 0, false},
+	{"trace_index", "end", false, 0, true},
+	{"trace_summaries", "start", false, 0, false},
+	{"findings", "timestamp", false, 0, false},
+	{"trace_clock", "timestamp", false, 0, false},
+	{"logs", "timestamp", true, 0, false},
+	// A resource's last_seen is refreshed hourly while it is in use; the
+	// day more keeps it as long as the last span that names it.
+	{"resources", "last_seen", false, 24 * time.Hour, true},
 }
 
 // ApplyRetention sets (or removes) each table's TTL. Like the schema it runs
@@ -60,14 +67,14 @@ func ApplyRetention(ctx context.Context, c Conn, db string, r Retention) error {
 		} else {
 			// Seconds, rounded up: an integer literal from a duration, not
 			// user text.
-			secs := int64((keep + time.Second - 1) / time.Second)
+			secs := int64((keep + t.extra + time.Second - 1) / time.Second)
 			stmt = fmt.Sprintf("ALTER TABLE %s MODIFY TTL toDateTime(%s) + toIntervalSecond(%d) "+
 				"SETTINGS materialize_ttl_after_modify = 0", table, t.column, secs)
 		}
 		if err := c.Exec(ctx, stmt, nil); err != nil {
 			return fmt.Errorf("setting the retention of %s: %w", table, err)
 		}
-		if t.table != "trace_index" {
+		if !t.rowByRow {
 			if err := c.Exec(ctx, fmt.Sprintf("ALTER TABLE %s MODIFY SETTING ttl_only_drop_parts = 1", table), nil); err != nil {
 				return fmt.Errorf("setting the retention of %s: %w", table, err)
 			}

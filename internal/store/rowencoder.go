@@ -31,6 +31,17 @@ type rowEncoder struct {
 	service, host      []byte
 	resKeys, resValues []byte
 	resEntries         uint64
+	serviceName        string
+
+	// Spans only: the trace summaries and resources of the batch, and
+	// where the current resource is in res.
+	sums     traceSums
+	res      []batchResource
+	resIndex map[uint64]int
+	resArena []byte
+	curRes   int
+	aux      nativeBlock    // the other tables' rows, one table at a time
+	marks    []resourceMark // the resources being written
 
 	tmp    []byte   // events or links JSON
 	val    []byte   // a value's text, before its length is written
@@ -53,7 +64,7 @@ const (
 	spanStatusCode
 	spanStatusMessage
 	spanAttributes
-	spanResource
+	spanResourceID
 	spanScopeName
 	spanScopeVersion
 	spanEvents
@@ -74,7 +85,7 @@ var spanColumns = []nativeColumnDef{
 	spanStatusCode:    {"status_code", nativeString},
 	spanStatusMessage: {"status_message", nativeString},
 	spanAttributes:    {"attributes", nativeStringMap},
-	spanResource:      {"resource", nativeStringMap},
+	spanResourceID:    {"resource_id", nativeUInt64},
 	spanScopeName:     {"scope_name", nativeString},
 	spanScopeVersion:  {"scope_version", nativeString},
 	spanEvents:        {"events", nativeString},
@@ -125,12 +136,18 @@ const maxPooledBuffer = 64 << 20
 func getRowEncoder(cols []nativeColumnDef) *rowEncoder {
 	e := rowEncoders.Get().(*rowEncoder)
 	e.block.reset(cols)
+	e.sums.reset()
+	e.res, e.resArena, e.marks = e.res[:0], e.resArena[:0], e.marks[:0]
+	clear(e.resIndex)
 	return e
 }
 
 func putRowEncoder(e *rowEncoder) {
 	if e.block.size() > maxPooledBuffer {
 		e.block.cols = nil
+	}
+	if e.aux.size() > maxPooledBuffer {
+		e.aux.cols = nil
 	}
 	if cap(e.out) > maxPooledBuffer {
 		e.out = nil
@@ -142,6 +159,8 @@ func putRowEncoder(e *rowEncoder) {
 	// Do not keep the pdata's strings alive while pooled.
 	clear(e.keys[:cap(e.keys)])
 	clear(e.sorted[:cap(e.sorted)])
+	e.serviceName = ""
+	e.sums.reset()
 	rowEncoders.Put(e)
 }
 
@@ -151,19 +170,52 @@ func (e *rowEncoder) encode() []byte {
 	return e.out
 }
 
+// encodeAux returns the aux block, encoded in place of what encode returned.
+func (e *rowEncoder) encodeAux() []byte {
+	e.out = e.aux.appendTo(e.out[:0])
+	return e.out
+}
+
 // setResource encodes the columns that every row of a resource repeats.
 func (e *rowEncoder) setResource(attrs pcommon.Map) {
 	service, host := serviceAndHost(attrs)
+	e.serviceName = validUTF8(service) // as stored, for the trace summaries
 	e.service = appendNativeString(e.service[:0], service)
 	e.host = appendNativeString(e.host[:0], host)
 	e.resKeys, e.resValues, e.resEntries = e.appendAttrEntries(e.resKeys[:0], e.resValues[:0], attrs)
 }
 
-// appendSpanRow appends s, of the current resource, as a row of the spans
-// table (see spanRow).
+// setSpanResource is setResource for spans, whose rows name their resource
+// by id: it also adds the resource to the batch's, once.
+func (e *rowEncoder) setSpanResource(attrs pcommon.Map) {
+	e.setResource(attrs)
+	id := resourceID(e.resKeys, e.resValues, e.resEntries)
+	if i, ok := e.resIndex[id]; ok {
+		e.curRes = i
+		return
+	}
+	if e.resIndex == nil {
+		e.resIndex = map[uint64]int{}
+	}
+	r := batchResource{id: id, keysFrom: len(e.resArena), entries: e.resEntries}
+	e.resArena = append(e.resArena, e.resKeys...)
+	r.keysTo = len(e.resArena)
+	e.resArena = append(e.resArena, e.resValues...)
+	r.vals = len(e.resArena)
+	e.curRes = len(e.res)
+	e.resIndex[id] = e.curRes
+	e.res = append(e.res, r)
+}
+
+// appendSpanRow appends s, of the current resource (setSpanResource), as a
+// row of the spans table (see spanRow), and counts it in its trace's summary.
 func (e *rowEncoder) appendSpanRow(scope pcommon.InstrumentationScope, s ptrace.Span) {
 	c := e.block.cols
-	c[spanTimestamp].appendUInt64(uint64(s.StartTimestamp()))
+	start, dur := uint64(s.StartTimestamp()), durationNanos(s.StartTimestamp(), s.EndTimestamp())
+	r := &e.res[e.curRes]
+	r.lastSeen = max(r.lastSeen, start)
+	e.sums.add(s, e.serviceName, dur)
+	c[spanTimestamp].appendUInt64(start)
 	c[spanTraceID].data = appendNativeTraceID(c[spanTraceID].data, s.TraceID())
 	c[spanSpanID].data = appendNativeSpanID(c[spanSpanID].data, s.SpanID())
 	c[spanParentSpanID].data = appendNativeSpanID(c[spanParentSpanID].data, s.ParentSpanID())
@@ -172,11 +224,11 @@ func (e *rowEncoder) appendSpanRow(scope pcommon.InstrumentationScope, s ptrace.
 	c[spanKind].appendString(KindName(s.Kind()))
 	c[spanService].data = append(c[spanService].data, e.service...)
 	c[spanHost].data = append(c[spanHost].data, e.host...)
-	c[spanDuration].appendUInt64(durationNanos(s.StartTimestamp(), s.EndTimestamp()))
+	c[spanDuration].appendUInt64(dur)
 	c[spanStatusCode].appendString(StatusName(s.Status().Code()))
 	c[spanStatusMessage].appendString(s.Status().Message())
 	e.appendAttrMap(&c[spanAttributes], s.Attributes())
-	e.appendResourceMap(&c[spanResource])
+	c[spanResourceID].appendUInt64(r.id)
 	c[spanScopeName].appendString(scope.Name())
 	c[spanScopeVersion].appendString(scope.Version())
 	e.tmp = e.appendEvents(e.tmp[:0], s.Events())

@@ -39,9 +39,10 @@ type sentQuery struct {
 }
 
 // recordingConn is a Conn that keeps what it is asked and answers every
-// query with one row of just a trace id, so that GetTrace goes on past the
-// trace's window and SearchLogs reads every slice of its range and asks
-// whether the trace is stored.
+// query with one row of just a trace id (and a resource id, to the queries
+// that select one), so that GetTrace goes on past the trace's window and
+// reads the spans' resources, and SearchLogs reads every slice of its range
+// and asks whether the trace is stored.
 type recordingConn struct{ sent []sentQuery }
 
 var _ Conn = (*recordingConn)(nil)
@@ -56,6 +57,9 @@ func (c *recordingConn) Insert(context.Context, string, Format, []byte) error {
 
 func (c *recordingConn) Query(_ context.Context, query string, params Params, row func([]byte) error) error {
 	c.sent = append(c.sent, sentQuery{sql: query, params: maps.Clone(params)})
+	if strings.Contains(query, "resource_id") {
+		return row([]byte(`{"trace_id":"0af7651916cd43dd8448eb211c80319c","resource_id":1234567}`))
+	}
 	return row([]byte(`{"trace_id":"0af7651916cd43dd8448eb211c80319c"}`))
 }
 

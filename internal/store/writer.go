@@ -14,13 +14,17 @@ import (
 // Writer turns pdata into rows and inserts them, one insert per table per
 // call: callers batch (the sampler emits all the traces it kept in a pass).
 type Writer struct {
-	conn                         Conn
-	spans, logs, findings, clock string // the tables, qualified with the database
+	conn Conn
+	// The tables, qualified with the database.
+	spans, logs, findings, clock              string
+	traceIndex, traceSummaries, resourceTable string
+	resources                                 writtenResources
 }
 
 // NewWriter returns a writer into database db over conn.
 func NewWriter(conn Conn, db string) *Writer {
-	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings", clock: db + ".trace_clock"}
+	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings", clock: db + ".trace_clock",
+		traceIndex: db + ".trace_index", traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources"}
 }
 
 // WriteStats says what a write did with its input.
@@ -54,6 +58,9 @@ type spanRow struct {
 	ScopeVersion  string            `json:"scope_version"`
 	Events        string            `json:"events"`
 	Links         string            `json:"links"`
+	// ResourceID names the span's resource in the resources table; 0 for
+	// rows written before schema 008, which carry Resource themselves.
+	ResourceID uint64 `json:"resource_id,omitempty"`
 }
 
 // logRow is a row of the logs table, read like spanRow and written by
@@ -75,6 +82,12 @@ type logRow struct {
 
 // WriteTraces stores every span of td. A span without a valid trace or span
 // id is skipped whole and counted in the returned stats.
+//
+// Four inserts, each idempotent: the resources the store may lack (first, so
+// that no stored span names a missing one), the spans, and each trace's
+// summary in trace_index and trace_summaries (last: a trace is found through
+// them once its spans are stored). When one fails, the call fails and the
+// caller's retry of the same batch adds only what is missing.
 func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats, error) {
 	var st WriteStats
 	e := getRowEncoder(spanColumns)
@@ -82,7 +95,7 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		e.setResource(rs.Resource().Attributes())
+		e.setSpanResource(rs.Resource().Attributes())
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)
@@ -101,8 +114,29 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 	if st.Written == 0 {
 		return st, nil
 	}
+	failed := func(what string, err error) (WriteStats, error) {
+		return WriteStats{Invalid: st.Invalid}, fmt.Errorf("inserting %s of %d spans: %w", what, st.Written, err)
+	}
+	e.aux.reset(resourceColumns)
+	e.marks = w.resources.appendNew(&e.aux, e.res, e.resArena, e.marks[:0])
+	if e.aux.rows > 0 {
+		if err := w.conn.Insert(ctx, w.resourceTable, FormatNative, e.encodeAux()); err != nil {
+			return failed("the resources", err)
+		}
+		w.resources.mark(e.marks)
+	}
 	if err := w.conn.Insert(ctx, w.spans, FormatNative, e.encode()); err != nil {
 		return WriteStats{Invalid: st.Invalid}, fmt.Errorf("inserting %d spans: %w", st.Written, err)
+	}
+	e.aux.reset(traceIndexColumns)
+	e.sums.appendIndexRows(&e.aux)
+	if err := w.conn.Insert(ctx, w.traceIndex, FormatNative, e.encodeAux()); err != nil {
+		return failed("the trace index", err)
+	}
+	e.aux.reset(traceSummaryColumns)
+	e.sums.appendSummaryRows(&e.aux)
+	if err := w.conn.Insert(ctx, w.traceSummaries, FormatNative, e.encodeAux()); err != nil {
+		return failed("the trace summaries", err)
 	}
 	return st, nil
 }

@@ -214,18 +214,110 @@ type discardConn struct{ Conn }
 
 func (discardConn) Insert(context.Context, string, Format, []byte) error { return nil }
 
-func writeTraces(t testing.TB, td ptrace.Traces) ([]byte, WriteStats) {
+// tracesWrite is what a Writer inserted for one WriteTraces call.
+type tracesWrite struct {
+	st                              WriteStats
+	spans, index, summaries, groups []byte // the blocks; groups: resources
+}
+
+func writeTraces(t testing.TB, td ptrace.Traces) tracesWrite {
 	t.Helper()
 	c := &captureConn{}
 	st, err := NewWriter(c, "db").WriteTraces(context.Background(), td)
 	require.NoError(t, err)
-	ins := c.inserts["db.spans"]
+	w := tracesWrite{st: st}
 	if st.Written == 0 {
-		require.Empty(t, ins, "nothing to insert")
-		return nil, st
+		require.Empty(t, c.inserts, "nothing to insert")
+		return w
 	}
-	require.Len(t, ins, 1, "one insert per call")
-	return ins[0], st
+	for table, dst := range map[string]*[]byte{"db.spans": &w.spans, "db.trace_index": &w.index,
+		"db.trace_summaries": &w.summaries, "db.resources": &w.groups} {
+		require.Len(t, c.inserts[table], 1, "one insert into %s per call", table)
+		*dst = c.inserts[table][0]
+	}
+	return w
+}
+
+// spanRows decodes the spans block with each row's resource_id replaced by
+// the resource it names in the resources block, as the oracle's rows carry
+// it.
+func (w tracesWrite) spanRows(t testing.TB) []map[string]any {
+	t.Helper()
+	return withResources(t, decodeNative(t, w.spans), decodeNative(t, w.groups))
+}
+
+// withResources replaces the resource_id of each span row by the
+// "resource" of the resources row of that id, which must be there once.
+func withResources(t testing.TB, rows, resources []map[string]any) []map[string]any {
+	t.Helper()
+	byID := map[json.Number]any{}
+	for _, r := range resources {
+		id := r["resource_id"].(json.Number)
+		require.NotContains(t, byID, id, "resource %s written twice", id)
+		require.NotEqual(t, json.Number("0"), id)
+		byID[id] = r["attributes"]
+	}
+	for _, row := range rows {
+		id := row["resource_id"].(json.Number)
+		require.Contains(t, byID, id, "a span names resource %s, which is not written", id)
+		row["resource"] = byID[id]
+		delete(row, "resource_id")
+	}
+	return rows
+}
+
+// traceRowsOracle sums up the oracle's span rows, trace by trace in order
+// of first appearance, as trace_index and trace_summaries hold them (their
+// materialized views' definitions, schemas 001 and 005).
+func traceRowsOracle(t testing.TB, spans []map[string]any) (index, summaries []map[string]any) {
+	t.Helper()
+	type sum struct {
+		start, end            uint64
+		rootService, rootName string
+		spans, errors         uint64
+		services              []any
+	}
+	var order []string
+	sums := map[string]*sum{}
+	for _, row := range spans {
+		secs, nanos, _ := strings.Cut(row["timestamp"].(string), ".")
+		s, err := strconv.ParseUint(secs, 10, 64)
+		require.NoError(t, err)
+		n, err := strconv.ParseUint(nanos, 10, 64)
+		require.NoError(t, err)
+		start := s*1e9 + n
+		dur, err := strconv.ParseUint(string(row["duration_ns"].(json.Number)), 10, 64)
+		require.NoError(t, err)
+		id, service := row["trace_id"].(string), row["service"].(string)
+		x, ok := sums[id]
+		if !ok {
+			x = &sum{start: start, end: start + dur}
+			sums[id] = x
+			order = append(order, id)
+		}
+		x.start, x.end = min(x.start, start), max(x.end, start+dur)
+		x.spans++
+		if row["status_code"] == "ERROR" {
+			x.errors++
+		}
+		if row["parent_span_id"] == "" {
+			x.rootService, x.rootName = max(x.rootService, service), max(x.rootName, row["name"].(string))
+		}
+		if !slices.Contains(x.services, any(service)) {
+			x.services = append(x.services, service)
+		}
+	}
+	num := func(v uint64) json.Number { return json.Number(strconv.FormatUint(v, 10)) }
+	for _, id := range order {
+		x := sums[id]
+		index = append(index, map[string]any{"trace_id": id, "start": nanosText(x.start), "end": nanosText(x.end),
+			"root_service": x.rootService, "root_name": x.rootName, "span_count": num(x.spans),
+			"error_count": num(x.errors), "services": x.services})
+		summaries = append(summaries, map[string]any{"start": nanosText(x.start), "trace_id": id,
+			"duration_ns": num(x.end - x.start), "root_service": x.rootService, "root_name": x.rootName,
+			"span_count": num(x.spans), "error_count": num(x.errors), "services": x.services})
+	}
+	return index, summaries
 }
 
 func writeLogs(t testing.TB, ld plog.Logs) ([]byte, WriteStats) {
@@ -305,6 +397,23 @@ func decodeNative(t testing.TB, data []byte) []map[string]any {
 	}
 	for range ncols {
 		name, typ := str(), str()
+		if typ == "Array(String)" {
+			ends := make([]uint64, nrows)
+			for i := range ends {
+				ends[i] = u64()
+			}
+			start := uint64(0)
+			for i := range nrows {
+				require.LessOrEqual(t, start, ends[i], "array offsets grow")
+				a := []any{}
+				for range ends[i] - start {
+					a = append(a, str())
+				}
+				rows[i][name] = a
+				start = ends[i]
+			}
+			continue
+		}
 		for i := range nrows {
 			if typ == "Map(String, String)" {
 				break
@@ -315,6 +424,11 @@ func decodeNative(t testing.TB, data []byte) []map[string]any {
 				v = nanosText(u64())
 			case "UInt64":
 				v = json.Number(strconv.FormatUint(u64(), 10))
+			case "UInt32", "DateTime":
+				var b [4]byte
+				_, err := io.ReadFull(r, b[:])
+				require.NoError(t, err)
+				v = json.Number(strconv.FormatUint(uint64(binary.LittleEndian.Uint32(b[:])), 10))
 			case "UInt8":
 				b, err := r.ReadByte()
 				require.NoError(t, err)
@@ -453,9 +567,13 @@ func decodeValue(d *json.Decoder) (any, error) {
 func requireSameTraces(t testing.TB, td ptrace.Traces) {
 	t.Helper()
 	want, wantSt := oldEncodeTraces(td)
-	got, gotSt := writeTraces(t, td)
-	require.Equal(t, wantSt, gotSt)
-	require.Equal(t, decodeRows(t, want), decodeNative(t, got), "old:\n%s", want)
+	got := writeTraces(t, td)
+	require.Equal(t, wantSt, got.st)
+	wantRows := decodeRows(t, want)
+	require.Equal(t, wantRows, got.spanRows(t), "old:\n%s", want)
+	index, summaries := traceRowsOracle(t, wantRows)
+	require.Equal(t, index, decodeNative(t, got.index), "trace_index")
+	require.Equal(t, summaries, decodeNative(t, got.summaries), "trace_summaries")
 }
 
 func requireSameLogs(t testing.TB, ld plog.Logs) {
@@ -746,6 +864,34 @@ func TestWriteTracesMatchesEncodingJSON(t *testing.T) {
 			}
 			return td
 		}},
+		{"traces across resources: several roots, errors, the same resource twice", func(testing.TB) ptrace.Traces {
+			td := ptrace.NewTraces()
+			// Resource blocks a, b, a again (the same attributes: one
+			// resource row); spans of traces 1 and 2 interleaved in each.
+			for _, svc := range []string{"a", "b\xff", "a"} {
+				rs := td.ResourceSpans().AppendEmpty()
+				rs.Resource().Attributes().PutStr("service.name", svc)
+				spans := rs.ScopeSpans().AppendEmpty().Spans()
+				// Trace 1: two roots, whose names compare one way as
+				// sent and the other way as stored; trace 2: a child and
+				// a root.
+				for i, name := range []string{"\xf5", "child", "\xf0\x9f\x98\x80", "z"} {
+					sp := spans.AppendEmpty()
+					sp.SetTraceID(pcommon.TraceID{byte(1 + i%2)})
+					sp.SetSpanID(pcommon.SpanID{byte(len(svc)), byte(i), 1})
+					if i == 1 {
+						sp.SetParentSpanID(pcommon.SpanID{9})
+					}
+					sp.SetName(name)
+					sp.SetStartTimestamp(pcommon.Timestamp(1000 + 10*i + len(svc)))
+					sp.SetEndTimestamp(pcommon.Timestamp(1000 + 30*i - len(svc)))
+					if i == 3 {
+						sp.Status().SetCode(ptrace.StatusCodeError)
+					}
+				}
+			}
+			return td
+		}},
 		{"duplicate keys: the last one wins", func(t testing.TB) ptrace.Traces {
 			many := make([]string, 0, 80)
 			for i := range 40 {
@@ -855,10 +1001,10 @@ func TestRowFormat(t *testing.T) {
 	ev.SetName("exception")
 	ev.Attributes().PutStr("exception.message", `say "hi"`)
 
-	got, _ := writeTraces(t, td)
+	got := writeTraces(t, td)
 	// The block's header: 18 columns, 1 row, then the first column's name
 	// and type and its one value.
-	assert.Equal(t, "\x12\x01\x09timestamp\x0dDateTime64(9)\x01\x00\x2a\x36\xfe\x9c\x97\x17", string(got[:34]))
+	assert.Equal(t, "\x12\x01\x09timestamp\x0dDateTime64(9)\x01\x00\x2a\x36\xfe\x9c\x97\x17", string(got.spans[:34]))
 	assert.Equal(t, []map[string]any{{
 		"timestamp": "1700000000.000000001", "trace_id": "abcd0000000000000000000000000001",
 		"span_id": "1200000000000002", "parent_span_id": "", "trace_state": "", "name": `GET "/a"`, "kind": "server",
@@ -870,7 +1016,14 @@ func TestRowFormat(t *testing.T) {
 		"events": []any{map[string]any{"timeUnixNano": "1700000000000000002", "name": "exception",
 			"attributes": map[string]any{"exception.message": `say "hi"`}}},
 		"links": []any{},
-	}}, decodeNative(t, got))
+	}}, got.spanRows(t))
+	resource := decodeNative(t, got.groups)
+	require.Len(t, resource, 1)
+	assert.Equal(t, json.Number("1700000000"), resource[0]["last_seen"], "the time of its last span, in seconds")
+	assert.Equal(t, []map[string]any{{"start": "1700000000.000000001", "end": "1700000000.250000001",
+		"trace_id": "abcd0000000000000000000000000001", "root_service": "checkout", "root_name": `GET "/a"`,
+		"span_count": json.Number("1"), "error_count": json.Number("1"), "services": []any{"checkout"}}},
+		decodeNative(t, got.index))
 
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
@@ -883,13 +1036,13 @@ func TestRowFormat(t *testing.T) {
 	lr.SetSeverityText("ERROR")
 	lr.SetSeverityNumber(plog.SeverityNumberError)
 	lr.Body().SetStr("line\n")
-	got, _ = writeLogs(t, ld)
+	logs, _ := writeLogs(t, ld)
 	assert.Equal(t, []map[string]any{{
 		"timestamp": "1700000000.000000003", "observed_timestamp": "1700000000.000000003",
 		"trace_id": "abcd0000000000000000000000000001", "span_id": "1200000000000002", "severity_text": "ERROR",
 		"severity_number": json.Number("17"), "service": "checkout", "host": "", "body": "line\n",
 		"attributes": map[string]any{}, "resource": map[string]any{"service.name": "checkout"}, "scope_name": "",
-	}}, decodeNative(t, got))
+	}}, decodeNative(t, logs))
 }
 
 func TestAppendStringMatchesEncodingJSON(t *testing.T) {
@@ -967,13 +1120,18 @@ func TestWriterReusesBuffers(t *testing.T) {
 	}
 	wg.Wait()
 	require.Equal(t, 40, len(c.inserts["db.spans"]))
+	require.Equal(t, 40, len(c.inserts["db.resources"]), "one resource a batch, each its own")
+	var resources []map[string]any
+	for _, b := range c.inserts["db.resources"] {
+		resources = append(resources, decodeNative(t, b)...)
+	}
 	want := map[string]bool{}
 	for n := range 40 {
 		b, _ := oldEncodeTraces(batch(n))
 		want[fmt.Sprint(decodeRows(t, b))] = true
 	}
 	for _, got := range c.inserts["db.spans"] {
-		key := fmt.Sprint(decodeNative(t, got))
+		key := fmt.Sprint(withResources(t, decodeNative(t, got), resources))
 		require.True(t, want[key], "an insert matches no batch:\n%s", got)
 		delete(want, key)
 	}

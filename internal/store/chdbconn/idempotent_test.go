@@ -32,8 +32,8 @@ func count(t *testing.T, query string, params store.Params) uint64 {
 
 // A batch written again (as the exporter's retry does after a failure whose
 // outcome it could not know) is stored once: in the tables themselves, not
-// only in what the reader returns, and in the per-trace index fed by the
-// materialized view. Different batches are all stored.
+// only in what the reader returns, and in the per-trace index and resources
+// written with the spans. Different batches are all stored.
 func TestRetriedInsertsAreIdempotent(t *testing.T) {
 	ctx := context.Background()
 	const idb = "ts_idempotent"
@@ -68,6 +68,8 @@ func TestRetriedInsertsAreIdempotent(t *testing.T) {
 	tid := store.Params{"id": traceID(0xa0).String()}
 	assert.EqualValues(t, 7, count(t, "SELECT count() AS n FROM "+idb+".spans WHERE trace_id = {id:String}", tid))
 	assert.EqualValues(t, 7, count(t, "SELECT sum(span_count) AS n FROM "+idb+".trace_index WHERE trace_id = {id:String}", tid))
+	assert.EqualValues(t, 7, count(t, "SELECT sum(span_count) AS n FROM "+idb+".trace_summaries WHERE trace_id = {id:String}", tid))
+	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+idb+".resources", nil))
 
 	ld := plog.NewLogs()
 	rec := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()

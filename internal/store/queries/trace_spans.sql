@@ -6,7 +6,7 @@ SELECT
     trace_id, span_id, parent_span_id, trace_state, toString(name) AS name, toString(kind) AS kind,
     toString(service) AS service, toString(host) AS host, duration_ns,
     toString(status_code) AS status_code, status_message,
-    CAST(attributes, 'Map(String, String)') AS attributes, CAST(resource, 'Map(String, String)') AS resource,
+    CAST(attributes, 'Map(String, String)') AS attributes, CAST(resource, 'Map(String, String)') AS resource, resource_id,
     toString(scope_name) AS scope_name, toString(scope_version) AS scope_version, events, links
 FROM ${db}.spans
 WHERE trace_id = {trace_id:String}
