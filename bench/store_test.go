@@ -388,11 +388,11 @@ func optimizeFinal(ctx context.Context, conn store.Conn, db string) error {
 }
 
 // fetchTraces times trace by id for every id: Reader.GetTrace, the
-// reader's window and spans queries alone, and, with otel, the exporter's
-// documented query. The three take turns at going first, so that none is
-// always served from what another just read.
+// reader's spans query alone, and,
+// with otel, the exporter's documented query. The three take turns at going
+// first, so that none is always served from what another just read.
 func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Reader, ids []string, otel bool) (fetchTimes, timing) {
-	window, spansQuery := store.Query("trace_window", storeDB), store.Query("trace_spans", storeDB)
+	spansQuery := store.Query("trace_spans", storeDB)
 	otelQuery := strings.ReplaceAll(otelTraceByIDSQL, "${db}", otelDB)
 	var get, spans, exp []time.Duration
 	countRows := func(query string, p store.Params) (int, error) {
@@ -416,15 +416,7 @@ func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Re
 		},
 		func(id string) (int, error) {
 			t0 := time.Now()
-			var win struct {
-				StartNs int64 `json:"start_ns"`
-				EndNs   int64 `json:"end_ns"`
-			}
-			err := conn.Query(ctx, window, store.Params{"trace_id": id}, func(row []byte) error { return json.Unmarshal(row, &win) })
-			n := 0
-			if err == nil {
-				n, err = countRows(spansQuery, store.Params{"trace_id": id, "start_ns": win.StartNs, "end_ns": win.EndNs})
-			}
+			n, err := countRows(spansQuery, store.Params{"trace_id": id})
 			spans = append(spans, time.Since(t0))
 			return n, err
 		},
@@ -515,9 +507,9 @@ func storeReport(spans, batch, writers int, ld loadStats, loaded, final storeRun
 		p(row, "", "  "+cell(final.oursDisk), "  "+cell(final.otelDisk))
 	}
 	p(row, "trace by id p50 / p99, as loaded", loaded.ours.get, "-")
-	p(row, "  window + spans queries alone", loaded.ours.spans, "")
+	p(row, "  spans query alone", loaded.ours.spans, "")
 	p(row, "trace by id p50 / p99, OPTIMIZE FINAL", final.ours.get, final.otel)
-	p(row, "  window + spans queries alone", final.ours.spans, "(its one query: lookup + spans)")
+	p(row, "  spans query alone", final.ours.spans, "(its one query: lookup + spans)")
 	p("\nsearches (Reader.SearchTraces, %s window, %d a page, %d runs), p50 / p99:\n", storeRange, storeLimit, storeSearchRuns)
 	p(row, "", "as loaded", "OPTIMIZE FINAL")
 	for i, s := range searches {

@@ -51,10 +51,10 @@ type Reader struct {
 	conn Conn
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
-	window, spans, logs, findings, summary, clock, logSearch string
-	logsKept, resources                                      string
-	traceSearch, services, operations                        string
-	spansTable                                               string // qualified with the database
+	spans, logs, findings, summary, logSearch string
+	logsKept, resources                       string
+	traceSearch, services, operations         string
+	spansTable                                string // qualified with the database
 
 	// Resources read, by id. An id is a hash of the resource's entries, so
 	// what it names never changes.
@@ -75,39 +75,23 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		cfg.MaxLogs = 10000
 	}
 	return &Reader{conn: conn, cfg: cfg,
-		window: Query("trace_window", db), spans: Query("trace_spans", db),
-		logs: Query("trace_logs", db), findings: Query("trace_findings", db),
-		summary: Query("findings_summary", db), clock: Query("trace_clock", db),
+		spans: Query("trace_spans", db),
+		logs:  Query("trace_logs", db), findings: Query("trace_findings", db),
+		summary:   Query("findings_summary", db),
 		logSearch: Query("logs_search", db), logsKept: Query("logs_kept", db), resources: Query("trace_resources", db),
 		traceSearch: Query("traces_search", db), services: Query("services", db), operations: Query("operations", db),
 		spansTable: db + ".spans"}
 }
 
 // GetTrace returns the trace's spans, logs and findings, or ErrNotFound.
-// Every read is bounded by the trace's own time window from trace_index.
+// The reads after the spans' are bounded by the trace's time window.
 func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	if !ValidTraceID(traceID) {
 		return nil, fmt.Errorf("trace id %q: want 32 lowercase hex characters", traceID)
 	}
-	var win struct {
-		StartNs int64 `json:"start_ns"`
-		EndNs   int64 `json:"end_ns"`
-	}
-	found := false
-	err := r.conn.Query(ctx, r.window, Params{"trace_id": traceID}, func(b []byte) error {
-		found = true
-		return json.Unmarshal(b, &win)
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the time window of trace %s: %w", traceID, err)
-	}
-	if !found {
-		return nil, ErrNotFound
-	}
 	t := &Trace{TraceID: traceID, Spans: []Span{}, Logs: []Log{}, Findings: []Finding{}, ClockOffsets: map[string]int64{}}
-	p := Params{"trace_id": traceID, "start_ns": win.StartNs, "end_ns": win.EndNs}
 	var resourceIDs []uint64 // of each span
-	err = r.conn.Query(ctx, r.spans, p, func(b []byte) error {
+	err := r.conn.Query(ctx, r.spans, Params{"trace_id": traceID}, func(b []byte) error {
 		var row spanRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
@@ -125,8 +109,14 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	if err := r.setResources(ctx, t.Spans, resourceIDs); err != nil {
 		return nil, fmt.Errorf("reading the resources of trace %s: %w", traceID, err)
 	}
+	// The trace's window, as trace_index holds it: from its first span's
+	// start to its last end.
+	startNs, endNs := int64(t.Spans[0].StartTimeUnixNano), int64(0)
+	for _, s := range t.Spans {
+		startNs, endNs = min(startNs, int64(s.StartTimeUnixNano)), max(endNs, int64(s.EndTimeUnixNano))
+	}
 	w := r.cfg.LogWindow.Nanoseconds()
-	lp := Params{"trace_id": traceID, "from_ns": win.StartNs - w, "to_ns": win.EndNs + w, "limit": uint64(r.cfg.MaxLogs)}
+	lp := Params{"trace_id": traceID, "from_ns": startNs - w, "to_ns": endNs + w, "limit": uint64(r.cfg.MaxLogs)}
 	err = r.conn.Query(ctx, r.logs, lp, func(b []byte) error {
 		var row logRow
 		if err := json.Unmarshal(b, &row); err != nil {
@@ -139,10 +129,20 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 		return nil, fmt.Errorf("reading the logs of trace %s: %w", traceID, err)
 	}
 	err = r.conn.Query(ctx, r.findings, lp, func(b []byte) error {
-		var f Finding
-		if err := json.Unmarshal(b, &f); err != nil {
+		var row struct {
+			Finding
+			Clock    int    `json:"clock"`
+			Host     string `json:"host"`
+			OffsetNs int64  `json:"offset_ns"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
+		if row.Clock == 1 {
+			t.ClockOffsets[row.Host] = row.OffsetNs
+			return nil
+		}
+		f := row.Finding
 		if f.SpanIDs == nil {
 			f.SpanIDs = []string{}
 		}
@@ -150,21 +150,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading the findings of trace %s: %w", traceID, err)
-	}
-	err = r.conn.Query(ctx, r.clock, lp, func(b []byte) error {
-		var row struct {
-			Host     string `json:"host"`
-			OffsetNs int64  `json:"offset_ns"`
-		}
-		if err := json.Unmarshal(b, &row); err != nil {
-			return err
-		}
-		t.ClockOffsets[row.Host] = row.OffsetNs
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the clock offsets of trace %s: %w", traceID, err)
+		return nil, fmt.Errorf("reading the findings and clock offsets of trace %s: %w", traceID, err)
 	}
 	return t, nil
 }

@@ -1,16 +1,16 @@
--- Columns keep their table names (decoded into the writer's row type); the
--- WHERE and ORDER BY clauses name spans.timestamp because the select list
--- shadows it with its integer form.
+-- A trace's spans, each once, in time order. Rows are sorted by trace id, so
+-- a part has one granule the trace can be in, and the bloom filter of trace
+-- ids (schema 009) skips the parts whose granule does not hold it: the read
+-- needs no time window. (Bounding it by the window from trace_index cost 3 of
+-- its 7 ms on a settled store.) The reader bounds the trace's other reads by
+-- its spans' times. Columns keep their table names (decoded into the writer's
+-- row type); ORDER BY names spans.timestamp because the select list shadows
+-- it with its integer form.
 SELECT
     toInt64(toUnixTimestamp64Nano(timestamp)) AS timestamp,
-    trace_id, span_id, parent_span_id, trace_state, toString(name) AS name, toString(kind) AS kind,
-    toString(service) AS service, toString(host) AS host, duration_ns,
-    toString(status_code) AS status_code, status_message,
-    CAST(attributes, 'Map(String, String)') AS attributes, CAST(resource, 'Map(String, String)') AS resource, resource_id,
-    toString(scope_name) AS scope_name, toString(scope_version) AS scope_version, events, links
+    trace_id, span_id, parent_span_id, trace_state, name, kind, service, host, duration_ns,
+    status_code, status_message, attributes, resource, resource_id, scope_name, scope_version, events, links
 FROM ${db}.spans
 WHERE trace_id = {trace_id:String}
-  AND spans.timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
-  AND spans.timestamp <= fromUnixTimestamp64Nano({end_ns:Int64})
 ORDER BY spans.timestamp, span_id
 LIMIT 1 BY span_id
