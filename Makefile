@@ -33,6 +33,9 @@ run: build
 ## test: the whole suite, with the race detector
 test: deps vet
 	$(GO) test -race -count=1 ./...
+	@# Every micro-benchmark of make bench runs once, so that a broken one fails here.
+	@out=$$($(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./internal/... 2>&1) || { echo "$$out"; exit 1; }; \
+		echo "micro-benchmarks: each ran once"
 
 ## vet: static checks
 vet:

@@ -155,6 +155,9 @@ func putRowEncoder(e *rowEncoder) {
 	if cap(e.tmp) > maxPooledBuffer {
 		e.tmp = nil
 	}
+	if cap(e.resArena) > maxPooledBuffer {
+		e.resArena = nil
+	}
 	e.out = e.out[:0]
 	// Do not keep the pdata's strings alive while pooled.
 	clear(e.keys[:cap(e.keys)])

@@ -1328,9 +1328,10 @@ func BenchmarkSpanRow(b *testing.B) {
 	b.Run("native", func(b *testing.B) {
 		e := getRowEncoder(spanColumns)
 		defer putRowEncoder(e)
-		e.setResource(rs.Resource().Attributes())
+		e.setSpanResource(rs.Resource().Attributes())
 		b.ReportAllocs()
 		for b.Loop() {
+			// The row, and its span counted in its trace's summary.
 			e.block.reset(spanColumns)
 			e.appendSpanRow(ss.Scope(), sp)
 		}
