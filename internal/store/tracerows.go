@@ -198,7 +198,7 @@ func (w *writtenResources) appendNew(b *nativeBlock, res []batchResource, arena 
 	c := b.cols
 	for _, r := range res {
 		secs := uint32(min(r.lastSeen/1e9, 1<<32-1))
-		if last, ok := w.seen[r.id]; ok && secs < last+resourceRefresh {
+		if last, ok := w.seen[r.id]; ok && uint64(secs) < uint64(last)+resourceRefresh {
 			continue
 		}
 		c[0].appendUInt64(r.id)

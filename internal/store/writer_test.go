@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
@@ -1424,4 +1426,71 @@ func BenchmarkWriteLogs(b *testing.B) {
 			}
 		}
 	})
+}
+
+// A resource is written the first time the writer meets it, then again only
+// when its spans are an hour or more past the last_seen it stored; a write
+// that failed is not remembered.
+func TestResourcesWrittenOnceAnHour(t *testing.T) {
+	batch := func(service string, at time.Duration) ptrace.Traces {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", service)
+		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetTraceID(pcommon.TraceID{1})
+		sp.SetSpanID(pcommon.SpanID{1})
+		sp.SetStartTimestamp(pcommon.Timestamp(1_700_000_000*time.Second + at))
+		return td
+	}
+	c := &captureConn{}
+	w := NewWriter(c, "db")
+	written := func() []any {
+		var out []any
+		for _, b := range c.inserts["db.resources"] {
+			for _, row := range decodeNative(t, b) {
+				out = append(out, []any{row["attributes"].(map[string]any)["service.name"], row["last_seen"]})
+			}
+		}
+		c.inserts["db.resources"] = nil
+		return out
+	}
+	for _, step := range []struct {
+		service string
+		at      time.Duration
+		want    []any
+	}{
+		{"a", 0, []any{[]any{"a", json.Number("1700000000")}}},
+		{"a", 59 * time.Minute, nil},
+		{"b", 59 * time.Minute, []any{[]any{"b", json.Number("1700003540")}}},
+		{"a", -time.Hour, nil}, // older spans: the stored row covers them
+		{"a", 60 * time.Minute, []any{[]any{"a", json.Number("1700003600")}}},
+		{"a", 61 * time.Minute, nil},
+	} {
+		_, err := w.WriteTraces(context.Background(), batch(step.service, step.at))
+		require.NoError(t, err)
+		assert.Equal(t, step.want, written(), "%s at %s", step.service, step.at)
+	}
+
+	// A resources insert that fails is tried again with the batch.
+	f := &failingInserts{fail: "db.resources"}
+	w = NewWriter(f, "db")
+	_, err := w.WriteTraces(context.Background(), batch("c", 0))
+	require.Error(t, err)
+	f.fail = ""
+	_, err = w.WriteTraces(context.Background(), batch("c", 0))
+	require.NoError(t, err)
+	assert.Len(t, f.inserts["db.resources"], 1, "written by the retry")
+}
+
+// failingInserts is a captureConn whose inserts into one table fail.
+type failingInserts struct {
+	captureConn
+	fail string
+}
+
+func (c *failingInserts) Insert(ctx context.Context, table string, f Format, rows []byte) error {
+	if table == c.fail {
+		return errors.New("connection refused")
+	}
+	return c.captureConn.Insert(ctx, table, f, rows)
 }
