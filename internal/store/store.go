@@ -65,7 +65,8 @@ const (
 // batch sent again after a failure whose outcome was unknown (a timeout after
 // the server had written it) is dropped by the table, whose schema keeps the
 // tokens of its last inserts (non_replicated_deduplication_window, schema
-// 004), and by the materialized views fed from it.
+// 004), and by any materialized view fed from it (there is none since schema
+// 008).
 func InsertStatement(table string, format Format, rows []byte) string {
 	head := "INSERT INTO " + table + insertTail(format, rows)
 	var b strings.Builder

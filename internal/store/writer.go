@@ -190,10 +190,8 @@ func (t *nanoTime) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// nanosText renders Unix nanoseconds as "seconds.nanoseconds", which
+// appendNanosText appends Unix nanoseconds as "seconds.nanoseconds", which
 // ClickHouse parses into DateTime64(9) exactly.
-func nanosText(ns uint64) string { return string(appendNanosText(nil, ns)) }
-
 func appendNanosText(b []byte, ns uint64) []byte {
 	b = strconv.AppendUint(b, ns/1e9, 10)
 	var frac [10]byte // '.' and nine digits, zero-padded

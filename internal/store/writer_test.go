@@ -216,6 +216,9 @@ type discardConn struct{ Conn }
 
 func (discardConn) Insert(context.Context, string, Format, []byte) error { return nil }
 
+// nanosText renders Unix nanoseconds as appendNanosText does, as a string.
+func nanosText(ns uint64) string { return string(appendNanosText(nil, ns)) }
+
 // tracesWrite is what a Writer inserted for one WriteTraces call.
 type tracesWrite struct {
 	st                              WriteStats

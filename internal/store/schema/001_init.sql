@@ -48,18 +48,8 @@ CREATE TABLE IF NOT EXISTS ${db}.trace_index
 ENGINE = AggregatingMergeTree
 ORDER BY trace_id;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.trace_index_mv TO ${db}.trace_index AS
-SELECT
-    trace_id,
-    min(timestamp) AS start,
-    max(addNanoseconds(timestamp, duration_ns)) AS end,
-    maxIf(toString(service), parent_span_id = '') AS root_service,
-    maxIf(toString(name), parent_span_id = '') AS root_name,
-    toUInt64(count()) AS span_count,
-    toUInt64(countIf(status_code = 'ERROR')) AS error_count,
-    groupUniqArray(toString(service)) AS services
-FROM ${db}.spans
-GROUP BY trace_id;
+-- The writer fills trace_index with each batch's traces (schema 008). Releases
+-- before 008 had a materialized view (trace_index_mv) do it; 008 drops it.
 
 -- All logs (logs are not sampled). Ordered for time-range scans per service;
 -- a bloom filter finds a trace's lines, a token index serves word search.

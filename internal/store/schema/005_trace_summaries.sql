@@ -19,19 +19,9 @@ PARTITION BY toDate(start)
 ORDER BY (start, trace_id)
 SETTINGS non_replicated_deduplication_window = 1000;
 
-CREATE MATERIALIZED VIEW IF NOT EXISTS ${db}.trace_summaries_mv TO ${db}.trace_summaries AS
-SELECT
-    min(timestamp) AS start,
-    trace_id,
-    toUInt64(toUnixTimestamp64Nano(max(addNanoseconds(timestamp, duration_ns)))
-        - toUnixTimestamp64Nano(min(timestamp))) AS duration_ns,
-    maxIf(toString(service), parent_span_id = '') AS root_service,
-    maxIf(toString(name), parent_span_id = '') AS root_name,
-    toUInt32(count()) AS span_count,
-    toUInt32(countIf(status_code = 'ERROR')) AS error_count,
-    groupUniqArray(toString(service)) AS services
-FROM ${db}.spans
-GROUP BY trace_id;
+-- The writer fills trace_summaries with each batch's traces (schema 008).
+-- Releases 005 to 007 had a materialized view (trace_summaries_mv) do it;
+-- 008 drops it.
 
 -- Traces stored before this table existed: copied once from trace_index,
 -- when the table is still empty (so this statement is safe on every start).

@@ -22,8 +22,8 @@ SETTINGS non_replicated_deduplication_window = 1000;
 ALTER TABLE ${db}.spans ADD COLUMN IF NOT EXISTS resource_id UInt64 CODEC(ZSTD(1)) AFTER resource;
 
 -- trace_index and trace_summaries are filled by the writer, which sums up
--- each trace of a batch as the two views did (writer.go, traceSummaries): the
--- views took 20–40 % of the engine's time per inserted span. The views are
--- made by schema 001 and 005 on every start and dropped here.
+-- each trace of a batch as the two views did (tracerows.go): the views took
+-- 20–40 % of the engine's time per inserted span. Stores of earlier releases
+-- have the views; schema 001 and 005 no longer make them.
 DROP VIEW IF EXISTS ${db}.trace_index_mv;
 DROP VIEW IF EXISTS ${db}.trace_summaries_mv;
