@@ -162,8 +162,11 @@ func TestRetriedBatchDoesNotDuplicateSpansInReads(t *testing.T) {
 	s := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	s.SetTraceID(traceID(0x11))
 	s.SetSpanID(spanID(0x11))
-	s.SetStartTimestamp(pcommon.NewTimestampFromTime(time.Now()))
-	s.SetEndTimestamp(pcommon.NewTimestampFromTime(time.Now().Add(time.Millisecond)))
+	// A fixed time, outside the windows the other tests of this database
+	// search.
+	at := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	s.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
+	s.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Millisecond)))
 	for range 2 {
 		_, err := w.WriteTraces(ctx, td)
 		require.NoError(t, err)
@@ -428,6 +431,10 @@ func TestSearchLogsNewestFirstInTwoPasses(t *testing.T) {
 
 func TestSearchTraces(t *testing.T) {
 	ctx := context.Background()
+	// A database of its own: other tests write traces at the time they run,
+	// which can fall in this one's fixed window.
+	const db = "ts_search_traces"
+	freshDatabase(t, db)
 	require.NoError(t, store.ApplySchema(ctx, conn, db))
 	w := store.NewWriter(conn, db)
 	r := store.NewReader(conn, db, store.ReaderConfig{})
