@@ -33,6 +33,8 @@ run: build
 ## test: the whole suite, with the race detector
 test: deps vet
 	$(GO) test -race -count=1 ./...
+	@# The frame encoder's unchecked loads, checked.
+	$(GO) test -count=1 -tags s2dict_safe ./internal/s2dict/
 	@# Every micro-benchmark of make bench runs once, so that a broken one fails here.
 	@out=$$($(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./internal/... 2>&1) || { echo "$$out"; exit 1; }; \
 		echo "micro-benchmarks: each ran once"

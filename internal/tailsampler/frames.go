@@ -10,13 +10,16 @@ import (
 
 	"github.com/klauspost/compress/s2"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/s2dict"
 )
 
 // A buffered trace holds its spans as frames, never decoded until kept. A
 // frame is the spans of the trace that came in one request, encoded as an
 // OTLP ExportTraceServiceRequest of their own (their resources and scopes
 // included) and compressed as one S2 block against a dictionary trained on
-// recent traffic. A frame on its own is ~1.4 KB for this trace shape; the
+// recent traffic (by internal/s2dict, which spares each block the 64 KiB hash
+// table S2's own encoder clears for it). A frame on its own is ~1.4 KB for this trace shape; the
 // dictionary gives S2 the context a small block lacks, so frames shrink
 // ~3× where plain S2 manages 1.4× (docs/benchmarks.md). A trace's frames are
 // concatenated in one pointer-free []byte, each prefixed with its length:
@@ -28,24 +31,31 @@ import (
 // (buffer_compression off); a codec with a nil dictionary compresses with
 // plain S2 (before the first dictionary is trained).
 type codec struct {
-	dict *s2.Dict
+	dict *s2dict.Encoder
 }
 
-// block compresses plain, an encoded request, into scratch (grown if
-// needed) and returns the frame's block; the caller stores it with putFrame.
-// Uncompressed, the block is plain itself.
-func (c *codec) block(plain, scratch []byte) (block, scratchOut []byte) {
+// blockScratch is a goroutine's reusable space for compressing blocks.
+type blockScratch struct {
+	out   []byte
+	table s2dict.Table
+}
+
+// block compresses plain, an encoded request, into sc (grown if needed) and
+// returns the frame's block, valid until sc's next use; the caller stores it
+// with putFrame. Uncompressed, the block is plain itself.
+func (c *codec) block(plain []byte, sc *blockScratch) []byte {
 	if c == nil {
-		return plain, scratch
+		return plain
 	}
-	scratch = scratch[:cap(scratch)]
-	if n := s2.MaxEncodedLen(len(plain)); n > len(scratch) {
-		scratch = make([]byte, n)
+	sc.out = sc.out[:cap(sc.out)]
+	if n := s2.MaxEncodedLen(len(plain)); n > len(sc.out) {
+		sc.out = make([]byte, n)
 	}
 	if c.dict != nil {
-		return c.dict.Encode(scratch, plain), scratch
+		sc.out = c.dict.Encode(sc.out, plain, &sc.table)
+		return sc.out
 	}
-	return s2.Encode(scratch, plain), scratch
+	return s2.Encode(sc.out, plain)
 }
 
 // putFrame writes block as a frame (length, then bytes) at the start of dst,
@@ -92,7 +102,7 @@ func (c *codec) decode(dst, frames []byte) ([]byte, error) {
 		dst = growLen(dst, size)
 		var out []byte
 		if c.dict != nil {
-			out, err = c.dict.Decode(dst[start:], block)
+			out, err = c.dict.Dict().Decode(dst[start:], block)
 		} else {
 			out, err = s2.Decode(dst[start:], block)
 		}
@@ -125,8 +135,7 @@ func transcode(from, to *codec, frames []byte, mem *frameMemory, sc *shardScratc
 	if err != nil {
 		return frameBuf{}, err
 	}
-	var block []byte
-	block, sc.block = to.block(sc.plain, sc.block)
+	block := to.block(sc.plain, &sc.block)
 	out := mem.alloc(frameSize(len(block)))
 	putFrame(out.b, block)
 	return out, nil
@@ -177,7 +186,8 @@ func decodeKept(parts []framesRef, sc *shardScratch) (ptrace.Traces, error) {
 
 // shardScratch is a shard's reusable space for decoding and transcoding.
 type shardScratch struct {
-	out, plain, block []byte
+	out, plain []byte
+	block      blockScratch
 }
 
 // Dictionary training. The first request's encoded chunks make the first
@@ -245,8 +255,8 @@ func (t *dictTrainer) collect(plain []byte, now time.Time) {
 		return
 	}
 	// The sample becomes the dictionary's own memory.
-	if d := s2.MakeDict(t.sample, nil); d != nil {
-		t.current.Store(&codec{dict: d})
+	if e := s2dict.NewEncoder(t.sample); e != nil {
+		t.current.Store(&codec{dict: e})
 	}
 	t.sample = nil
 	t.due.Store(now.Add(dictRefresh).UnixNano())

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/s2"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/tracesift/tracesift/internal/s2dict"
 )
 
 // plainRequest is an encoded request of n spans with repetitive attributes,
@@ -29,7 +30,7 @@ func plainRequest(t *testing.T, trace uint64, n int) []byte {
 }
 
 func frameOf(cd *codec, plain []byte) []byte {
-	block, _ := cd.block(plain, nil)
+	block := cd.block(plain, &blockScratch{})
 	f := make([]byte, frameSize(len(block)))
 	putFrame(f, block)
 	return f
@@ -40,7 +41,7 @@ func TestCodecsRoundTrip(t *testing.T) {
 	for tr := uint64(100); len(sample) < 32<<10; tr++ {
 		sample = append(sample, plainRequest(t, tr, 10)...)
 	}
-	codecs := map[string]*codec{"uncompressed": nil, "s2": {}, "s2 with dictionary": {dict: s2.MakeDict(sample, nil)}}
+	codecs := map[string]*codec{"uncompressed": nil, "s2": {}, "s2 with dictionary": {dict: s2dict.NewEncoder(sample)}}
 	a, b := plainRequest(t, 1, 3), plainRequest(t, 2, 40)
 	for name, cd := range codecs {
 		t.Run(name, func(t *testing.T) {
@@ -89,7 +90,7 @@ func TestDictTrainer(t *testing.T) {
 		}
 	}
 	assert.NotSame(t, second, got, "retrained")
-	assert.Len(t, got.dict.Bytes(), dictSampleSize+1, "a full sample (plus its repeat offset)")
+	assert.Len(t, got.dict.Dict().Bytes(), dictSampleSize+1, "a full sample (plus its repeat offset)")
 }
 
 // A trace whose chunks straddle a retraining of the dictionary is re-encoded
@@ -108,7 +109,7 @@ func TestTraceStraddlingDictionaryRetrainIsKeptWhole(t *testing.T) {
 	for tr := uint64(100); len(sample) < 32<<10; tr++ {
 		sample = append(sample, plainRequest(t, tr, 10)...)
 	}
-	h.p.dicts.current.Store(&codec{dict: s2.MakeDict(sample, nil)})
+	h.p.dicts.current.Store(&codec{dict: s2dict.NewEncoder(sample)})
 	h.consume(request(t, "svc", sent[2:]...))
 	h.barrier()
 	tr := h.p.shards[0].traces[tid(5)]

@@ -295,7 +295,7 @@ type scratch struct {
 	counts    []int
 	sorted    []otlpscan.Span // the valid spans of req, grouped by chunk
 	plain     []byte          // every chunk encoded as a request of its own, one after the other
-	block     []byte          // space for one compressed frame
+	block     blockScratch    // space for one compressed frame
 	enc       otlpscan.Encoder
 }
 
@@ -395,8 +395,7 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 	start, stored := 0, 0
 	for i := range sc.builders {
 		b := &sc.builders[i]
-		var block []byte
-		block, sc.block = cd.block(sc.plain[start:b.plainEnd], sc.block)
+		block := cd.block(sc.plain[start:b.plainEnd], &sc.block)
 		start = b.plainEnd
 		b.codec = cd
 		b.frames = p.mem.alloc(frameSize(len(block)))
