@@ -296,6 +296,8 @@ type scratch struct {
 	sorted    []otlpscan.Span // the valid spans of req, grouped by chunk
 	plain     []byte          // every chunk encoded as a request of its own, one after the other
 	block     blockScratch    // space for one compressed frame
+	tails     []byte          // the compressed resource tails of this request's chunks
+	tailAt    []blockAt       // per resource of req: its tail's block in tails
 	enc       otlpscan.Encoder
 }
 
@@ -306,7 +308,25 @@ type chunkBuilder struct {
 	// first and next index the chunk's spans in scratch.sorted; plainEnd is
 	// where its encoding ends in scratch.plain.
 	first, next, plainEnd int
+	// tail is the length of the encoding's last bytes that are resource
+	// tailRes's alone (otlpscan.Encoder.ResourceTail), 0 when none.
+	tail, tailRes int
 }
+
+// tailBlock returns the block of tail, resource res's encoding, compressing
+// it on the request's first use; the block is valid until the next call.
+func (sc *scratch) tailBlock(cd *codec, res int, tail []byte) []byte {
+	if at := sc.tailAt[res]; at.end > 0 {
+		return sc.tails[at.start:at.end]
+	}
+	start := len(sc.tails)
+	sc.tails = append(sc.tails, cd.block(tail, &sc.block)...)
+	sc.tailAt[res] = blockAt{start, len(sc.tails)}
+	return sc.tails[start:]
+}
+
+// blockAt locates a block in scratch.tails; end is 0 for none.
+type blockAt struct{ start, end int }
 
 // maxPooledTraces bounds what a pooled scratch keeps: one huge request should
 // not pin a huge map for the life of the process.
@@ -390,16 +410,38 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 		b := &sc.builders[i]
 		sc.plain = sc.enc.Append(sc.plain, req.Resources, req.Scopes, sc.sorted[b.first:b.next])
 		b.plainEnd = len(sc.plain)
+		b.tailRes, b.tail = sc.enc.ResourceTail()
 	}
 	cd := p.dicts.codecFor(sc.plain, p.now())
+	sc.tails = sc.tails[:0]
+	sc.tailAt = slices.Grow(sc.tailAt[:0], len(req.Resources))[:len(req.Resources)]
+	clear(sc.tailAt)
 	start, stored := 0, 0
 	for i := range sc.builders {
 		b := &sc.builders[i]
-		block := cd.block(sc.plain[start:b.plainEnd], &sc.block)
+		plain := sc.plain[start:b.plainEnd]
 		start = b.plainEnd
+		// The chunks of a request's resource all end with the same bytes,
+		// the resource (a third of a frame in the benchmark's load): they
+		// are compressed once, as a block of their own that each frame
+		// repeats.
+		var tail []byte
+		if cd != nil && b.tail > 0 {
+			tail = sc.tailBlock(cd, b.tailRes, plain[len(plain)-b.tail:])
+			plain = plain[:len(plain)-b.tail]
+		}
+		block := cd.block(plain, &sc.block)
+		n := frameSize(len(block))
+		size := n
+		if tail != nil {
+			size += frameSize(len(tail))
+		}
 		b.codec = cd
-		b.frames = p.mem.alloc(frameSize(len(block)))
+		b.frames = p.mem.alloc(size)
 		putFrame(b.frames.b, block)
+		if tail != nil {
+			putFrame(b.frames.b[n:], tail)
+		}
 		b.bytes = int64(cap(b.frames.b)) + chunkOverhead
 		stored += len(b.frames.b)
 	}

@@ -21,6 +21,11 @@ const (
 // pdata decodes the result to exactly those spans with their resources,
 // scopes and schema URLs. It is how the spans a sampler keeps go back on the
 // wire without ever being decoded. See Encoder to reuse the scratch space.
+//
+// Each ResourceSpans ends with its schema URL and resource, after its
+// ScopeSpans: fields may come in any order on the wire and decode alike, and
+// there the bytes that repeat from one call to the next for spans of the same
+// resource form a tail the caller can store once (Encoder.ResourceTail).
 func AppendRequest(dst []byte, resources []Resource, scopes []Scope, spans []Span) []byte {
 	var e Encoder
 	return e.Append(dst, resources, scopes, spans)
@@ -35,6 +40,8 @@ type Encoder struct {
 	res          []resGroup
 	scopes       []scopeGroup
 	next         []int32 // per span: the next span of its scope group, -1 at the end
+	tail         int     // see ResourceTail
+	tailRes      int
 }
 
 // resGroup is one ResourceSpans to write.
@@ -59,6 +66,7 @@ func (e *Encoder) Append(dst []byte, resources []Resource, scopes []Scope, spans
 	e.scopeGroupOf = resetInt32(e.scopeGroupOf, len(scopes))
 	e.next = resetInt32(e.next, len(spans))
 	e.res, e.scopes = e.res[:0], e.scopes[:0]
+	e.tail, e.tailRes = 0, -1
 
 	for i := range spans {
 		sp := &spans[i]
@@ -117,7 +125,6 @@ func (e *Encoder) Append(dst []byte, resources []Resource, scopes []Scope, spans
 		g := &e.res[i]
 		res := &resources[g.res]
 		dst = appendField(dst, tag1, g.size)
-		dst = appendOptBytes(dst, tag1, res.Raw)
 		for sg := g.firstScope; sg >= 0; sg = e.scopes[sg].next {
 			s := &e.scopes[sg]
 			sc := &scopes[s.scope]
@@ -131,8 +138,23 @@ func (e *Encoder) Append(dst []byte, resources []Resource, scopes []Scope, spans
 			dst = appendOptBytes(dst, tag3, sc.SchemaURL)
 		}
 		dst = appendOptBytes(dst, tag3, res.SchemaURL)
+		dst = appendOptBytes(dst, tag1, res.Raw)
+	}
+	e.tail, e.tailRes = 0, -1
+	if len(e.res) == 1 {
+		res := &resources[e.res[0].res]
+		e.tail, e.tailRes = optFieldSize(len(res.SchemaURL))+optFieldSize(len(res.Raw)), e.res[0].res
 	}
 	return dst
+}
+
+// ResourceTail describes what the last Append wrote when its spans shared
+// one resource: the index of that resource, and the length of the bytes
+// ending the output that depend on nothing else (the resource and its schema
+// URL). Every Append of spans of that resource ends with the same tail. With
+// spans of several resources, or none, it returns -1 and 0.
+func (e *Encoder) ResourceTail() (resource, length int) {
+	return e.tailRes, e.tail
 }
 
 func (e *Encoder) findScopeGroup(rg int32, scope int) int32 {

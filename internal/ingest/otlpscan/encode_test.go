@@ -123,3 +123,43 @@ func TestAppendRequestScopeUnderTwoResources(t *testing.T) {
 	assert.Equal(t, 1, got.ResourceSpans().At(1).ScopeSpans().At(0).Spans().Len())
 	assert.Equal(t, "io.opentelemetry.okhttp", got.ResourceSpans().At(1).ScopeSpans().At(0).Scope().Name())
 }
+
+// Spans of one resource end with the same tail, the resource's own fields;
+// the rest of the output decodes, with a tail of another call, to the same
+// traces.
+func TestResourceTail(t *testing.T) {
+	td := richTraces(t)
+	var r Request
+	require.NoError(t, Scan(marshal(t, td), &r))
+	a, b := r.Spans[0], r.Spans[1] // same resource
+	require.Equal(t, a.Resource, b.Resource)
+
+	var e Encoder
+	first := e.Append(nil, r.Resources, r.Scopes, []Span{a})
+	res, n := e.ResourceTail()
+	assert.Equal(t, a.Resource, res)
+	require.Positive(t, n)
+	tail := first[len(first)-n:]
+	assert.Equal(t, r.Resources[res].Raw, tail[len(tail)-len(r.Resources[res].Raw):], "the tail ends with the resource")
+
+	second := e.Append(nil, r.Resources, r.Scopes, []Span{a, b})
+	res2, n2 := e.ResourceTail()
+	assert.Equal(t, res, res2)
+	require.Equal(t, n, n2)
+	assert.Equal(t, tail, second[len(second)-n2:])
+	joined := append(second[:len(second)-n2:len(second)-n2], tail...)
+	got, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(joined)
+	require.NoError(t, err)
+	assert.Equal(t, 2, got.SpanCount())
+	assert.Equal(t, 1, got.ResourceSpans().Len())
+
+	b.Resource = 2
+	e.Append(nil, r.Resources, r.Scopes, []Span{a, b})
+	res, n = e.ResourceTail()
+	assert.Equal(t, -1, res, "spans of two resources have no common tail")
+	assert.Zero(t, n)
+	e.Append(nil, r.Resources, r.Scopes, nil)
+	res, n = e.ResourceTail()
+	assert.Equal(t, -1, res)
+	assert.Zero(t, n)
+}
