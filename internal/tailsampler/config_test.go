@@ -208,7 +208,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestGoMemoryLimit(t *testing.T) {
 	cfg := createDefaultConfig()
-	assert.Equal(t, int64(3<<29), cfg.goMemoryLimit(), "three times 512 MiB")
+	assert.Equal(t, int64(320<<20), cfg.goMemoryLimit(), "5/8 of 512 MiB")
 	cfg.GoMemoryLimit = -1
 	assert.Zero(t, cfg.goMemoryLimit())
 	cfg.GoMemoryLimit = 3 << 30
