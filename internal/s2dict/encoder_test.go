@@ -89,7 +89,7 @@ func roundTrip(t testing.TB, e *Encoder, src []byte, tab *Table) []byte {
 
 func TestRoundTripRealisticFrames(t *testing.T) {
 	frames, sample := traffic(t, 300)
-	e := NewEncoder(sample[len(sample)-16<<10:])
+	e := NewEncoder(sample)
 	require.NotNil(t, e)
 	var tab Table
 	ours, theirs, plain := 0, 0, 0
@@ -175,7 +175,7 @@ func FuzzRoundTrip(f *testing.F) {
 
 func BenchmarkEncode(b *testing.B) {
 	frames, sample := traffic(b, 256)
-	e := NewEncoder(sample[len(sample)-16<<10:])
+	e := NewEncoder(sample)
 	size := 0
 	for _, f := range frames {
 		size += len(f)

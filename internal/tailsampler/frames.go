@@ -14,18 +14,21 @@ import (
 	"github.com/tracesift/tracesift/internal/s2dict"
 )
 
-// A buffered trace holds its spans as frames, never decoded until kept. A
-// frame is the spans of the trace that came in one request, encoded as an
-// OTLP ExportTraceServiceRequest of their own (their resources and scopes
-// included) and compressed as one S2 block against a dictionary trained on
-// recent traffic (by internal/s2dict, which spares each block the 64 KiB hash
-// table S2's own encoder clears for it). A frame on its own is ~1.4 KB for this trace shape; the
-// dictionary gives S2 the context a small block lacks, so frames shrink
-// ~3× where plain S2 manages 1.4× (docs/benchmarks.md). A trace's frames are
-// concatenated in one pointer-free []byte, each prefixed with its length:
-// the garbage collector never scans it, and since concatenated requests are
-// a valid request, a kept trace is decoded by decompressing its frames one
-// after the other.
+// A buffered trace holds its spans as frames, never decoded until kept. The
+// spans of the trace that came in one request are encoded as an OTLP
+// ExportTraceServiceRequest of their own (their resources and scopes
+// included, each resource after its spans) and compressed as S2 blocks
+// against a dictionary trained on recent traffic: one block for the spans
+// and, when they share one resource, one for the resource, compressed once
+// per request and repeated by each of its chunks (the resource is a third of
+// the bytes in the benchmark's load). internal/s2dict writes the blocks: S2's
+// own encoder cleared a 64 KiB hash table for each. A chunk on its own is
+// ~1.4 KB for this trace shape; the dictionary gives S2 the context a small
+// block lacks, so chunks shrink ~3× where plain S2 manages 1.4×
+// (docs/benchmarks.md). A trace's frames (blocks, each prefixed with its
+// length) are concatenated in one pointer-free []byte: the garbage collector
+// never scans it, and since concatenated requests are a valid request, a
+// kept trace is decoded by decompressing its frames one after the other.
 
 // codec is how frames are stored. A nil *codec stores them uncompressed
 // (buffer_compression off); a codec with a nil dictionary compresses with
