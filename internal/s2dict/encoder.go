@@ -3,13 +3,13 @@
 //
 // The sampler compresses every trace's spans of a request as a block of its
 // own, ~1.4 KB, against a dictionary trained on recent traffic. S2's own
-// dictionary encoder zeroes a 64 KiB hash table for every block and spent
-// most of its time there: a fifth of the sampler's CPU at 150 k spans/s
-// (docs/benchmarks.md). This encoder indexes the dictionary once, in a table
-// shared read-only by every block, and gives each block a table sized to the
-// block, reused by the caller. It emits literals, copies and repeats only, all
-// within the format S2's decoder checks; blocks larger than MaxBlock, rare,
-// are left to S2's encoder.
+// dictionary encoder zeroes a 64 KiB hash table for every block: a quarter of
+// its time in the sampler at 150 k spans/s, where it took a fifth of the
+// process's CPU (docs/benchmarks.md). This encoder indexes the dictionary
+// once, in a table shared read-only by every block, and gives each block a
+// table sized to the block, reused by the caller. It emits literals, copies
+// and repeats only, all within the format S2's decoder checks; blocks larger
+// than MaxBlock, rare, are left to S2's encoder.
 package s2dict
 
 import (

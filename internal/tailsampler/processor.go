@@ -422,7 +422,7 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 		plain := sc.plain[start:b.plainEnd]
 		start = b.plainEnd
 		// The chunks of a request's resource all end with the same bytes,
-		// the resource (a third of a frame in the benchmark's load): they
+		// the resource (a third of a chunk in the benchmark's load): they
 		// are compressed once, as a block of their own that each frame
 		// repeats.
 		var tail []byte
