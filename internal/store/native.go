@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"math"
 	"slices"
 	"unicode/utf8"
 )
@@ -18,7 +19,8 @@ import (
 // column its name, its type (strings) and its values:
 //
 //	DateTime64(9), DateTime,      fixed-width little-endian integers
-//	UInt64, UInt32, UInt8
+//	UInt64, UInt32, UInt8, Int64
+//	Float64                       IEEE 754, little-endian
 //	String                        LEB128 length, then the bytes
 //	Map(String, String)           per row the cumulative number of entries
 //	                              (UInt64), then every key, then every value
@@ -45,6 +47,8 @@ const (
 	nativeDateTime
 	nativeStringMap
 	nativeStringArray
+	nativeFloat64
+	nativeInt64
 )
 
 var nativeTypeNames = [...]string{
@@ -56,6 +60,8 @@ var nativeTypeNames = [...]string{
 	nativeDateTime:    "DateTime",
 	nativeStringMap:   "Map(String, String)",
 	nativeStringArray: "Array(String)",
+	nativeFloat64:     "Float64",
+	nativeInt64:       "Int64",
 }
 
 // nativeColumnDef names a column of a table and its type in the block.
@@ -90,6 +96,10 @@ func (c *nativeColumn) appendUInt64(v uint64) { c.data = binary.LittleEndian.App
 func (c *nativeColumn) appendUInt32(v uint32) { c.data = binary.LittleEndian.AppendUint32(c.data, v) }
 
 func (c *nativeColumn) appendUInt8(v uint8) { c.data = append(c.data, v) }
+
+func (c *nativeColumn) appendInt64(v int64) { c.appendUInt64(uint64(v)) }
+
+func (c *nativeColumn) appendFloat64(v float64) { c.appendUInt64(math.Float64bits(v)) }
 
 // appendStrings appends a row of an Array(String) column.
 func (c *nativeColumn) appendStrings(ss []string) {

@@ -50,10 +50,10 @@ type Format string
 
 const (
 	// FormatNative is a block of ClickHouse's Native format (native.go):
-	// spans and logs, the bulk of the writes.
+	// every write of the writer.
 	FormatNative Format = "Native"
-	// FormatJSONEachRow is one JSON object a line: the analyzers' small
-	// tables.
+	// FormatJSONEachRow is one JSON object a line (the tests write rows as
+	// earlier versions did with it).
 	FormatJSONEachRow Format = "JSONEachRow"
 )
 
