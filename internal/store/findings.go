@@ -33,14 +33,7 @@ var findingColumns = []nativeColumnDef{
 // as many rows as the kept spans; as JSONEachRow (before) a row cost the
 // engine about what a span does.
 func (w *Writer) WriteFindings(ctx context.Context, rows []FindingRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	var b nativeBlock
-	b.reset(findingColumns)
-	c := b.cols
-	for i := range rows {
-		r := &rows[i]
+	return insertBlock(ctx, w.conn, w.findings, "findings", findingColumns, rows, func(c []nativeColumn, r *FindingRow) {
 		v := r.Value
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			v = 0 // what the API can serve as JSON; one bad value must not lose the batch
@@ -53,10 +46,24 @@ func (w *Writer) WriteFindings(ctx context.Context, rows []FindingRow) error {
 		c[5].appendStrings(r.SpanIDs)
 		c[6].appendFloat64(v)
 		c[7].appendString(r.Summary)
+	})
+}
+
+// insertBlock inserts rows as one Native block of columns defs, each row's
+// values appended by fill.
+func insertBlock[T any](ctx context.Context, conn Conn, table, what string, defs []nativeColumnDef, rows []T,
+	fill func(c []nativeColumn, r *T)) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	var b nativeBlock
+	b.reset(defs)
+	for i := range rows {
+		fill(b.cols, &rows[i])
 		b.rows++
 	}
-	if err := w.conn.Insert(ctx, w.findings, FormatNative, b.appendTo(nil)); err != nil {
-		return fmt.Errorf("inserting %d findings: %w", len(rows), err)
+	if err := conn.Insert(ctx, table, FormatNative, b.appendTo(nil)); err != nil {
+		return fmt.Errorf("inserting %d %s: %w", len(rows), what, err)
 	}
 	return nil
 }
@@ -79,23 +86,11 @@ var clockColumns = []nativeColumnDef{
 
 // WriteClockOffsets stores clock offsets in one insert, a Native block.
 func (w *Writer) WriteClockOffsets(ctx context.Context, rows []ClockRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
-	var b nativeBlock
-	b.reset(clockColumns)
-	c := b.cols
-	for i := range rows {
-		r := &rows[i]
+	return insertBlock(ctx, w.conn, w.clock, "clock offsets", clockColumns, rows, func(c []nativeColumn, r *ClockRow) {
 		c[0].appendUInt64(r.TimeUnixNano)
 		c[1].appendString(r.TraceID)
 		c[2].appendString(r.Host)
 		c[3].appendInt64(r.OffsetNanos)
 		c[4].appendString(r.Source)
-		b.rows++
-	}
-	if err := w.conn.Insert(ctx, w.clock, FormatNative, b.appendTo(nil)); err != nil {
-		return fmt.Errorf("inserting %d clock offsets: %w", len(rows), err)
-	}
-	return nil
+	})
 }
