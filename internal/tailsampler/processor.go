@@ -450,19 +450,16 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 	return received, invalid
 }
 
-// partition lays the chunks out shard by shard in one allocation; each shard
-// receives its own sub-slice.
+// partition lays the chunks out shard by shard, in batches the shards
+// recycle once ingested.
 func (p *sampler) partition(sc *scratch) [][]traceChunk {
 	for i := range sc.builders {
 		sc.counts[sc.builders[i].shard]++
 	}
-	backing := make([]traceChunk, len(sc.builders))
 	batches := make([][]traceChunk, len(p.shards))
-	off := 0
 	for s, c := range sc.counts {
 		if c > 0 {
-			batches[s] = backing[off : off : off+c]
-			off += c
+			batches[s] = p.shards[s].batch(c)
 		}
 	}
 	for i := range sc.builders {
