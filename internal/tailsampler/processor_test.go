@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -436,4 +437,45 @@ func TestShutdownGivesUpWhenContextEnds(t *testing.T) {
 	m, err := tel.GetMetric("tracesift_sampler_export_errors")
 	require.NoError(t, err, "the abandoned flush is counted")
 	assert.NotEmpty(t, m.Data)
+}
+
+// Each shard gets its batches back once ingested, emptied: they hold no
+// frames or strings of the traces that went through them.
+func TestShardsRecycleBatchesEmptied(t *testing.T) {
+	h := newHarness(t, testConfig())
+	var specs []spanSpec
+	for tr := uint64(1); tr <= 20; tr++ {
+		specs = append(specs, spanSpec{trace: tr, span: 1, dur: time.Millisecond}, spanSpec{trace: tr, span: 2, parent: 1, dur: time.Millisecond})
+	}
+	h.consume(request(t, "svc", specs...))
+	h.barrier()
+	recycled := 0
+	for _, sh := range h.p.shards {
+		select {
+		case b := <-sh.spare:
+			recycled++
+			assert.Empty(t, b)
+			for i, c := range b[:cap(b)] {
+				assert.True(t, reflect.ValueOf(c).IsZero(), "chunk %d of a recycled batch is cleared", i)
+			}
+			sh.spare <- b
+		default:
+		}
+	}
+	assert.Positive(t, recycled, "shards that ingested a batch keep it")
+
+	// The next request fills recycled batches; its traces are whole.
+	h.consume(request(t, "svc", spanSpec{trace: 99, span: 1, dur: time.Millisecond, err: true}))
+	h.decideAfterWait()
+	require.NoError(t, h.p.Shutdown(context.Background()))
+	spans, _ := keptSpans(h.sink)
+	assert.Len(t, spans[tid(99)], 1)
+
+	// A batch of a huge request is not kept.
+	sh := h.p.shards[0]
+	for len(sh.spare) > 0 {
+		<-sh.spare
+	}
+	sh.recycle(make([]traceChunk, 1, maxSpareChunks+1))
+	assert.Empty(t, sh.spare)
 }

@@ -202,13 +202,21 @@ func newShard(id int, p *sampler, queueSize int, budget int64) *shard {
 	}
 }
 
-// spareBatches bounds the emptied batches a shard keeps for reuse.
-const spareBatches = 16
+// A shard keeps up to spareBatches emptied batches of up to
+// maxSpareChunks chunks (208 bytes each): at most 6.5 MiB, and ~20 KB a
+// batch for the benchmark's 500-span requests.
+const (
+	spareBatches   = 16
+	maxSpareChunks = 2048
+)
 
 // recycle offers chunks, a batch ingest is done with (its chunks were copied
 // into traces or forwarded), for reuse; it is emptied first so that it holds
-// no frames or strings.
+// no frames or strings. Batches of huge requests are left to the collector.
 func (s *shard) recycle(chunks []traceChunk) {
+	if cap(chunks) > maxSpareChunks {
+		return
+	}
 	clear(chunks)
 	select {
 	case s.spare <- chunks[:0]:
