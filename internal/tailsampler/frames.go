@@ -21,8 +21,9 @@ import (
 // against a dictionary trained on recent traffic: one block for the spans
 // and, when they share one resource, one for the resource, compressed once
 // per request and repeated by each of its chunks (the resource is a third of
-// the bytes in the benchmark's load). internal/s2dict writes the blocks: S2's
-// own encoder cleared a 64 KiB hash table for each. A chunk on its own is
+// the bytes in the benchmark's load). Once a dictionary is trained,
+// internal/s2dict writes the blocks (S2's own encoder cleared a 64 KiB hash
+// table for each); before, plain S2 does. A chunk on its own is
 // ~1.4 KB for this trace shape; the dictionary gives S2 the context a small
 // block lacks, so chunks shrink ~3× where plain S2 manages 1.4×
 // (docs/benchmarks.md). A trace's frames (blocks, each prefixed with its
