@@ -163,6 +163,20 @@ func BenchmarkStore(b *testing.B) {
 				b.Fatal(err)
 			}
 			copied = true
+			// The copy has every span's id, and a parent id but for the
+			// roots, as the exporter would.
+			var ids struct {
+				NoID  uint64 `json:"no_id"`
+				Roots uint64 `json:"roots"`
+			}
+			err := conn.Query(ctx, "SELECT countIf(SpanId = '') AS no_id, countIf(ParentSpanId = '') AS roots FROM "+otelDB+".otel_traces",
+				nil, func(row []byte) error { return json.Unmarshal(row, &ids) })
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ids.NoID != 0 || ids.Roots != uint64(spans/SpansPerTrace) {
+				b.Fatalf("the exporter's copy has %d spans without an id and %d roots, want none and %d", ids.NoID, ids.Roots, spans/SpansPerTrace)
+			}
 		}
 		for _, db := range []string{storeDB, otelDB} {
 			if err := optimizeFinal(ctx, conn, db); err != nil {

@@ -2,14 +2,16 @@
 -- exporter's table as its exporter would have written them: the same span,
 -- resource and scope fields, span kinds and status codes spelled as it
 -- spells them (traceutil.SpanKindStr, StatusCodeStr: Server, Error, …), no
--- events or links (the load has none). Each span's resource is tracesift's
+-- events or links (the load has none), span and parent ids in hex (the
+-- halves of tracesift's ids). Each span's resource is tracesift's
 -- resources row that the span names. The lookup table fills through its
 -- materialized view, as with the exporter's own inserts.
 INSERT INTO ${otel}.otel_traces
     (Timestamp, TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, ServiceName,
      ResourceAttributes, ScopeName, ScopeVersion, SpanAttributes, Duration, StatusCode, StatusMessage)
 SELECT
-    timestamp, trace_id, span_id, parent_span_id, trace_state, name, initcap(kind), service,
+    timestamp, trace_id, lower(hex(substring(ids, 1, 8))),
+    if(substring(ids, 9, 8) = unhex('0000000000000000'), '', lower(hex(substring(ids, 9, 8)))), trace_state, name, initcap(kind), service,
     if(s.resource_id = 0, s.resource, r.attributes), scope_name, scope_version, s.attributes, duration_ns,
     initcap(lower(status_code)), status_message
 FROM ${db}.spans AS s

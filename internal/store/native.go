@@ -21,6 +21,7 @@ import (
 //	DateTime64(9), DateTime,      fixed-width little-endian integers
 //	UInt64, UInt32, UInt8, Int64
 //	Float64                       IEEE 754, little-endian
+//	FixedString(16)               the 16 bytes
 //	String                        LEB128 length, then the bytes
 //	Map(String, String)           per row the cumulative number of entries
 //	                              (UInt64), then every key, then every value
@@ -49,19 +50,21 @@ const (
 	nativeStringArray
 	nativeFloat64
 	nativeInt64
+	nativeFixedString16
 )
 
 var nativeTypeNames = [...]string{
-	nativeString:      "String",
-	nativeDateTime64:  "DateTime64(9)",
-	nativeUInt64:      "UInt64",
-	nativeUInt32:      "UInt32",
-	nativeUInt8:       "UInt8",
-	nativeDateTime:    "DateTime",
-	nativeStringMap:   "Map(String, String)",
-	nativeStringArray: "Array(String)",
-	nativeFloat64:     "Float64",
-	nativeInt64:       "Int64",
+	nativeString:        "String",
+	nativeDateTime64:    "DateTime64(9)",
+	nativeUInt64:        "UInt64",
+	nativeUInt32:        "UInt32",
+	nativeUInt8:         "UInt8",
+	nativeDateTime:      "DateTime",
+	nativeStringMap:     "Map(String, String)",
+	nativeStringArray:   "Array(String)",
+	nativeFloat64:       "Float64",
+	nativeInt64:         "Int64",
+	nativeFixedString16: "FixedString(16)",
 }
 
 // nativeColumnDef names a column of a table and its type in the block.

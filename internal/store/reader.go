@@ -109,8 +109,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	if err := r.setResources(ctx, t.Spans, resourceIDs); err != nil {
 		return nil, fmt.Errorf("reading the resources of trace %s: %w", traceID, err)
 	}
-	// The trace's window, as trace_index holds it: from its first span's
-	// start to its last end.
+	// The trace's window: from its first span's start to its last end.
 	startNs, endNs := int64(t.Spans[0].StartTimeUnixNano), int64(0)
 	for _, s := range t.Spans {
 		startNs, endNs = min(startNs, int64(s.StartTimeUnixNano)), max(endNs, int64(s.EndTimeUnixNano))
@@ -228,11 +227,15 @@ func (row spanRow) span() Span {
 		ScopeName: row.ScopeName, ScopeVersion: row.ScopeVersion,
 		Events: []Event{}, Links: []Link{},
 	}
-	// Events and links were written by this package as the API's JSON; a
-	// row that does not parse is shown without them rather than failing the
-	// whole trace.
-	_ = json.Unmarshal([]byte(row.Events), &s.Events)
-	_ = json.Unmarshal([]byte(row.Links), &s.Links)
+	// Events and links were written by this package as the API's JSON (or
+	// empty for none); a row that does not parse is shown without them
+	// rather than failing the whole trace.
+	if row.Events != "" {
+		_ = json.Unmarshal([]byte(row.Events), &s.Events)
+	}
+	if row.Links != "" {
+		_ = json.Unmarshal([]byte(row.Links), &s.Links)
+	}
 	return s
 }
 

@@ -8,7 +8,7 @@ import (
 
 // Retention is how long data is kept, per kind; 0 keeps it forever.
 type Retention struct {
-	// Traces applies to the spans of kept traces, their index, findings and
+	// Traces applies to the spans of kept traces, their summaries, findings and
 	// clock offsets.
 	Traces time.Duration
 	// Logs applies to all logs.
@@ -17,8 +17,8 @@ type Retention struct {
 
 // retentionTables names each table with the column its age is measured by,
 // which retention applies, and how much longer than it the table keeps rows.
-// Tables that are not partitioned by day (trace_index, resources) expire row
-// by row; the others drop whole parts.
+// Tables that are not partitioned by day (resources) expire row by row; the
+// others drop whole parts.
 var retentionTables = []struct {
 	table, column string
 	logs          bool
@@ -26,7 +26,6 @@ var retentionTables = []struct {
 	rowByRow      bool
 }{
 	{"spans", "timestamp", false, 0, false},
-	{"trace_index", "end", false, 0, true},
 	{"trace_summaries", "start", false, 0, false},
 	{"findings", "timestamp", false, 0, false},
 	{"trace_clock", "timestamp", false, 0, false},

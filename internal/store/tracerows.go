@@ -10,12 +10,12 @@ import (
 )
 
 // The rows a batch of spans adds besides its span rows: a summary of each of
-// its traces for trace_index and trace_summaries (computed here, as their
-// materialized views did in the engine before schema 008), and the resources
-// its spans name (resources holds each once, under resource_id).
+// its traces for trace_summaries (computed here, as a materialized view did
+// in the engine before schema 008), and the resources its spans name
+// (resources holds each once, under resource_id).
 
-// traceSum is what a batch holds of one trace: the columns of trace_index,
-// from which trace_summaries' derive.
+// traceSum is what a batch holds of one trace, from which its
+// trace_summaries row derives.
 type traceSum struct {
 	id                    pcommon.TraceID
 	start, end            uint64 // Unix ns: the first span's start, the last end
@@ -76,36 +76,6 @@ func (t *traceSums) add(s ptrace.Span, service string, dur uint64) {
 		}
 	}
 	sum.services = append(sum.services, service)
-}
-
-// Columns of trace_index, in the order of its schema.
-var traceIndexColumns = []nativeColumnDef{
-	{"trace_id", nativeString},
-	{"start", nativeDateTime64},
-	{"end", nativeDateTime64},
-	{"root_service", nativeString},
-	{"root_name", nativeString},
-	{"span_count", nativeUInt64},
-	{"error_count", nativeUInt64},
-	{"services", nativeStringArray},
-}
-
-// appendIndexRows appends a trace_index row for each trace to b, set to
-// traceIndexColumns.
-func (t *traceSums) appendIndexRows(b *nativeBlock) {
-	c := b.cols
-	for i := range t.sums {
-		s := &t.sums[i]
-		c[0].data = appendNativeTraceID(c[0].data, s.id)
-		c[1].appendUInt64(s.start)
-		c[2].appendUInt64(s.end)
-		c[3].appendString(s.rootService)
-		c[4].appendString(s.rootName)
-		c[5].appendUInt64(s.spans)
-		c[6].appendUInt64(s.errors)
-		c[7].appendStrings(s.services)
-		b.rows++
-	}
 }
 
 // Columns of trace_summaries, in the order of its schema.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -67,15 +68,17 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSumma
 	p := Params{"start_ns": f.Start, "end_ns": f.End, "service": f.Service, "operation": f.Operation,
 		"min_duration_ns": f.MinDuration.Nanoseconds(), "max_duration_ns": f.MaxDuration.Nanoseconds(),
 		"errors_only": errorsOnly, "limit": int64(f.Limit), "offset": int64(f.Offset),
-		"candidates": searchCandidates(f.Limit, f.Offset)}
+		"candidates": searchCandidates(f.Limit, f.Offset),
+		// A trace that started in the window ends within the hour, mostly:
+		// its spans and rows start no more than that after the window's end
+		// (or before its start: a part of the trace without its root).
+		"near_start_ns": satAdd(f.Start, -int64(time.Hour)), "near_end_ns": satAdd(f.End, int64(time.Hour))}
 	var attrs strings.Builder
 	for i, a := range f.Attributes {
 		k, v := fmt.Sprintf("ak%d", i), fmt.Sprintf("av%d", i)
-		// A span of the trace starts in the window or shortly before its
-		// end (a trace that started in it ends within the hour, mostly).
 		fmt.Fprintf(&attrs, "AND trace_id IN (SELECT trace_id FROM %s WHERE attributes[{%s:String}] = {%s:String} "+
 			"AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
-			"AND timestamp <= fromUnixTimestamp64Nano({end_ns:Int64}) + INTERVAL 1 HOUR) ", r.spansTable, k, v)
+			"AND timestamp <= fromUnixTimestamp64Nano({near_end_ns:Int64})) ", r.spansTable, k, v)
 		p[k], p[v] = a.Key, a.Value
 	}
 	query := strings.ReplaceAll(r.traceSearch, "${attrs}", attrs.String())
@@ -88,6 +91,18 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSumma
 		return nil, fmt.Errorf("searching traces: %w", err)
 	}
 	return out, nil
+}
+
+// satAdd is a + b, held to the range of int64 (b is a duration of either
+// sign).
+func satAdd(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]TraceSummary, error) {

@@ -16,15 +16,15 @@ import (
 type Writer struct {
 	conn Conn
 	// The tables, qualified with the database.
-	spans, logs, findings, clock              string
-	traceIndex, traceSummaries, resourceTable string
-	resources                                 writtenResources
+	spans, logs, findings, clock  string
+	traceSummaries, resourceTable string
+	resources                     writtenResources
 }
 
 // NewWriter returns a writer into database db over conn.
 func NewWriter(conn Conn, db string) *Writer {
 	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings", clock: db + ".trace_clock",
-		traceIndex: db + ".trace_index", traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources"}
+		traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources"}
 }
 
 // WriteStats says what a write did with its input.
@@ -83,11 +83,11 @@ type logRow struct {
 // WriteTraces stores every span of td. A span without a valid trace or span
 // id is skipped whole and counted in the returned stats.
 //
-// Four inserts, each idempotent: the resources the store may lack (first, so
-// that no stored span names a missing one), the spans, and each trace's
-// summary in trace_index and trace_summaries (last: a trace is found through
-// them once its spans are stored). When one fails, the call fails and the
-// caller's retry of the same batch adds only what is missing.
+// Three inserts, each idempotent: the resources the store may lack (first,
+// so that no stored span names a missing one), the spans, and each trace's
+// summary in trace_summaries (last: a search finds a trace through it once
+// its spans are stored). When one fails, the call fails and the caller's
+// retry of the same batch adds only what is missing.
 func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats, error) {
 	var st WriteStats
 	e := getRowEncoder(spanColumns)
@@ -127,11 +127,6 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 	}
 	if err := w.conn.Insert(ctx, w.spans, FormatNative, e.encode()); err != nil {
 		return WriteStats{Invalid: st.Invalid}, fmt.Errorf("inserting %d spans: %w", st.Written, err)
-	}
-	e.aux.reset(traceIndexColumns)
-	e.sums.appendIndexRows(&e.aux)
-	if err := w.conn.Insert(ctx, w.traceIndex, FormatNative, e.encodeAux()); err != nil {
-		return failed("the trace index", err)
 	}
 	e.aux.reset(traceSummaryColumns)
 	e.sums.appendSummaryRows(&e.aux)

@@ -377,7 +377,6 @@ func TestRetention(t *testing.T) {
 	require.NoError(t, store.ApplyRetention(ctx, conn, db, r), "idempotent")
 	assert.Contains(t, ttl("spans"), "TTL toDateTime(timestamp) + toIntervalSecond(604800)")
 	assert.Contains(t, ttl("spans"), "ttl_only_drop_parts = 1")
-	assert.Contains(t, ttl("trace_index"), "TTL toDateTime(end) + toIntervalSecond(604800)")
 	assert.Contains(t, ttl("trace_summaries"), "TTL toDateTime(start) + toIntervalSecond(604800)")
 	assert.Contains(t, ttl("trace_summaries"), "ttl_only_drop_parts = 1")
 	assert.Contains(t, ttl("logs"), "TTL toDateTime(timestamp) + toIntervalSecond(129600)")

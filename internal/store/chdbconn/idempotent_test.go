@@ -67,7 +67,6 @@ func TestRetriedInsertsAreIdempotent(t *testing.T) {
 
 	tid := store.Params{"id": traceID(0xa0).String()}
 	assert.EqualValues(t, 7, count(t, "SELECT count() AS n FROM "+idb+".spans WHERE trace_id = {id:String}", tid))
-	assert.EqualValues(t, 7, count(t, "SELECT sum(span_count) AS n FROM "+idb+".trace_index WHERE trace_id = {id:String}", tid))
 	assert.EqualValues(t, 7, count(t, "SELECT sum(span_count) AS n FROM "+idb+".trace_summaries WHERE trace_id = {id:String}", tid))
 	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+idb+".resources", nil))
 

@@ -60,10 +60,10 @@ func randomBatches(r *rand.Rand, n int, start time.Time) []ptrace.Traces {
 	return out
 }
 
-// The writer's trace_index and trace_summaries rows say of each trace what
-// the engine computes from its stored spans, with the definitions of the
-// materialized views that filled them before schema 008; and every span's
-// resource is read back.
+// The writer's trace_summaries rows say of each trace what the engine
+// computes from its stored spans, with the definition of the materialized
+// view that filled them before schema 008; and every span's resource is
+// read back.
 func TestTraceRowsMatchTheSpans(t *testing.T) {
 	ctx := context.Background()
 	const db = "ts_tracerows"
@@ -78,17 +78,12 @@ func TestTraceRowsMatchTheSpans(t *testing.T) {
 
 	fromSpans := queryRows(t, `SELECT trace_id, toString(min(timestamp)) AS first,
 		toString(max(addNanoseconds(timestamp, duration_ns))) AS last,
-		maxIf(toString(service), parent_span_id = '') AS root_service,
-		maxIf(toString(name), parent_span_id = '') AS root_name,
+		maxIf(toString(service), substring(ids, 9, 8) = unhex('0000000000000000')) AS root_service,
+		maxIf(toString(name), substring(ids, 9, 8) = unhex('0000000000000000')) AS root_name,
 		count() AS spans, countIf(status_code = 'ERROR') AS errors,
 		arraySort(groupUniqArray(toString(service))) AS services
 		FROM `+db+`.spans GROUP BY trace_id ORDER BY trace_id`, nil)
 	require.Len(t, fromSpans, 60)
-	fromIndex := queryRows(t, `SELECT trace_id, toString(min(start)) AS first, toString(max(end)) AS last,
-		max(root_service) AS root_service, max(root_name) AS root_name,
-		sum(span_count) AS spans, sum(error_count) AS errors, arraySort(groupUniqArrayArray(services)) AS services
-		FROM `+db+`.trace_index GROUP BY trace_id ORDER BY trace_id`, nil)
-	assert.Equal(t, fromSpans, fromIndex, "trace_index")
 	fromSummaries := queryRows(t, `SELECT trace_id, toString(min(start)) AS first,
 		toString(max(addNanoseconds(start, duration_ns))) AS last,
 		max(toString(root_service)) AS root_service, max(toString(root_name)) AS root_name,
@@ -133,7 +128,7 @@ func TestWriteFailingMidwayRetriesToOneCopy(t *testing.T) {
 	ctx := context.Background()
 	td := randomBatches(rand.New(rand.NewPCG(9, 10)), 1, time.Now().Add(-time.Hour))[0]
 	want := map[string]uint64{}
-	for _, table := range []string{"", "resources", "spans", "trace_index", "trace_summaries"} {
+	for _, table := range []string{"", "resources", "spans", "trace_summaries"} {
 		db := "ts_midway_" + table
 		if table == "" {
 			db = "ts_midway_none"

@@ -1,18 +1,20 @@
 -- Trace search, newest first in a stable order, without reading spans (but
--- for attribute filters). Two steps:
---  1. candidates from trace_summaries, ordered by start: the newest rows in
---     the window that pass each filter row by row. A row is a trace, or part
---     of one when spans of it came in a later insert. Each filter is one that
---     the trace passes when a part does (the root's row carries the operation
---     and the whole duration; a row without the root may belong to a longer
---     trace, so it passes minDuration); maxDuration excludes a trace when a
---     part is longer.
---  2. the exact summary of each candidate from trace_index (merged per trace
---     id), filtered again, ordered and paged.
+-- for attribute filters). Two steps over trace_summaries, which holds a row
+-- per trace and insert (a kept trace is inserted whole, so nearly always one):
+--  1. candidates, ordered by start: the newest rows in the window that pass
+--     each filter row by row. Each filter is one that the trace passes when
+--     a row does (the root's row carries the operation and the whole
+--     duration; a row without the root may belong to a longer trace, so it
+--     passes minDuration); maxDuration excludes a trace when a row is longer.
+--  2. the exact summary of each candidate, summed up from all its rows
+--     (found by the bloom filter of trace ids, schema 010, among those that
+--     start within an hour of the window, near_start_ns to near_end_ns, as
+--     a trace's spans do), filtered again, ordered and paged.
 -- service matches any service the trace crosses, operation its root span's
 -- name; durations are end − start in nanoseconds, inclusive. The attrs slot
--- becomes one `AND trace_id IN (spans with attributes[<key N>] = <value N> in
--- the window)` per attribute filter, keys and values bound as parameters.
+-- becomes one `AND trace_id IN (spans with attributes[<key N>] = <value N>
+-- near the window)` per attribute filter, keys and values bound as
+-- parameters.
 SELECT
     trace_id,
     root_service,
@@ -27,14 +29,16 @@ FROM
     SELECT
         trace_id,
         toInt64(toUnixTimestamp64Nano(min(start))) AS start_ns,
-        toInt64(toUnixTimestamp64Nano(max(end))) - start_ns AS duration_ns,
+        max(toInt64(toUnixTimestamp64Nano(start)) + toInt64(duration_ns)) - start_ns AS duration_ns,
         max(root_service) AS root_service,
         max(root_name) AS root_name,
         sum(span_count) AS span_count,
         sum(error_count) AS error_count,
         arraySort(groupUniqArrayArray(services)) AS services
-    FROM ${db}.trace_index
-    WHERE trace_id IN
+    FROM ${db}.trace_summaries
+    WHERE start >= fromUnixTimestamp64Nano({near_start_ns:Int64})
+      AND start <= fromUnixTimestamp64Nano({near_end_ns:Int64})
+      AND trace_id IN
     (
         SELECT trace_id
         FROM ${db}.trace_summaries
