@@ -254,6 +254,8 @@ func TestSearchAPIFixture(t *testing.T) {
 		{"resource attributes are not span attributes", fixtureWindow("attr.deployment.environment", "prod"), fixtureIDs()},
 		{"every filter", fixtureWindow("service", "shop-web", "operation", "GET /cart", "status", "error", "minDuration", "1s",
 			"maxDuration", "1s", "attr.http.route", "/cart"), fixtureIDs(0x3b)},
+		{"attribute, window to the last time there is",
+			url.Values{"start": {"0"}, "end": {"9223372036854775807"}, "attr.db.system": {"postgresql"}}, fixtureIDs(0x32, 0x31)},
 		{"start and end in ns, inclusive",
 			url.Values{"start": {fixtureNs(2 * time.Second)}, "end": {fixtureNs(3 * time.Second)}}, fixtureIDs(0x35, 0x34, 0x3c, 0x3b)},
 		{"start and end in RFC 3339",
