@@ -44,13 +44,14 @@ type TraceSummary struct {
 	Services          []string `json:"services"`
 }
 
-// searchCandidates is how many rows of trace_summaries a search takes for a
-// page: twice the page's end, since a trace whose spans came in several
-// inserts has several rows, and a part of a trace may pass a filter that the
-// whole trace does not. When the page comes out short, the search runs once
-// more with wideCandidates: the short page may be all there is (then the
-// window was read whole anyway) or candidates that failed the exact filters
-// may have crowded out the ones that pass.
+// searchCandidates is how many traces a search takes from trace_summaries
+// for a page: twice the page's end, since a part of a trace (the rows of a
+// later insert) may pass a filter that the whole trace does not. When the
+// page comes out short although there were that many candidates, the search
+// runs once more with wideCandidates: candidates that failed the exact
+// filters may have crowded out the ones that pass. With fewer candidates the
+// window held no more, and the short page is all there is (an attribute
+// search for one order id, say, is answered by one run: half the time).
 func searchCandidates(limit, offset int) int64 { return 2*int64(limit+offset) + 16 }
 
 func wideCandidates(limit, offset int) int64 { return 64*int64(limit+offset) + 1024 }
@@ -82,10 +83,10 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSumma
 		p[k], p[v] = a.Key, a.Value
 	}
 	query := strings.ReplaceAll(r.traceSearch, "${attrs}", attrs.String())
-	out, err := r.searchTraces(ctx, query, p)
-	if err == nil && len(out) < f.Limit {
+	out, candidates, err := r.searchTraces(ctx, query, p)
+	if err == nil && len(out) < f.Limit && (len(out) == 0 || candidates >= p["candidates"].(int64)) {
 		p["candidates"] = wideCandidates(f.Limit, f.Offset)
-		out, err = r.searchTraces(ctx, query, p)
+		out, _, err = r.searchTraces(ctx, query, p)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("searching traces: %w", err)
@@ -105,8 +106,11 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]TraceSummary, error) {
+// searchTraces runs a search and returns its page, and how many candidate
+// traces it had when the page is not empty.
+func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]TraceSummary, int64, error) {
 	out := []TraceSummary{}
+	var candidates int64
 	err := r.conn.Query(ctx, query, p, func(b []byte) error {
 		var row struct {
 			TraceID     string   `json:"trace_id"`
@@ -117,6 +121,7 @@ func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]Tr
 			SpanCount   uint64   `json:"span_count"`
 			ErrorCount  uint64   `json:"error_count"`
 			Services    []string `json:"services"`
+			Candidates  int64    `json:"candidate_traces"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
@@ -131,9 +136,10 @@ func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]Tr
 			s.Services = []string{}
 		}
 		out = append(out, s)
+		candidates = row.Candidates
 		return nil
 	})
-	return out, err
+	return out, candidates, err
 }
 
 // Services returns the services of the traces stored between start and end.
