@@ -44,14 +44,14 @@ type TraceSummary struct {
 	Services          []string `json:"services"`
 }
 
-// searchCandidates is how many traces a search takes from trace_summaries
-// for a page: twice the page's end, since a part of a trace (the rows of a
-// later insert) may pass a filter that the whole trace does not. When the
-// page comes out short although there were that many candidates, the search
-// runs once more with wideCandidates: candidates that failed the exact
-// filters may have crowded out the ones that pass. With fewer candidates the
-// window held no more, and the short page is all there is (an attribute
-// search for one order id, say, is answered by one run: half the time).
+// searchCandidates is how many rows of trace_summaries a search takes for a
+// page: twice the page's end, since a trace whose spans came in several
+// inserts has several rows, and a part of a trace may pass a filter that the
+// whole trace does not. When the page comes out short although the window
+// held that many candidate rows, the search runs once more with
+// wideCandidates: candidates that failed the exact filters may have crowded
+// out the ones that pass. With fewer, the short page is all there is (an
+// attribute search for one order id, say, is answered by one run).
 func searchCandidates(limit, offset int) int64 { return 2*int64(limit+offset) + 16 }
 
 func wideCandidates(limit, offset int) int64 { return 64*int64(limit+offset) + 1024 }
@@ -106,8 +106,8 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// searchTraces runs a search and returns its page, and how many candidate
-// traces it had when the page is not empty.
+// searchTraces runs a search and returns its page, and when the page is not
+// empty how many rows its candidates have in the window (candidate_rows).
 func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]TraceSummary, int64, error) {
 	out := []TraceSummary{}
 	var candidates int64
@@ -121,7 +121,7 @@ func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]Tr
 			SpanCount   uint64   `json:"span_count"`
 			ErrorCount  uint64   `json:"error_count"`
 			Services    []string `json:"services"`
-			Candidates  int64    `json:"candidate_traces"`
+			Candidates  int64    `json:"candidate_rows"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err

@@ -22,7 +22,7 @@ type searchCounter struct {
 }
 
 func (c *searchCounter) Query(ctx context.Context, query string, p store.Params, row func([]byte) error) error {
-	if strings.Contains(query, "candidate_traces") {
+	if strings.Contains(query, "candidate_rows") {
 		c.searches.Add(1)
 	}
 	return c.Conn.Query(ctx, query, p, row)
@@ -98,7 +98,7 @@ func TestSearchRerunsOnlyWhenCandidatesRanOut(t *testing.T) {
 
 	ids, runs = search(store.TracesFilter{MinDuration: time.Second, Limit: 50})
 	assert.Equal(t, slow, ids)
-	assert.EqualValues(t, 1, runs, "42 candidates of the 116 asked for: the window held no more")
+	assert.EqualValues(t, 1, runs, "42 candidate rows of the 116 asked for: the window held no more")
 
 	ids, runs = search(store.TracesFilter{Attributes: []store.AttributeFilter{{Key: "app.order.id", Value: "order-1"}}, Limit: 20})
 	assert.Equal(t, slow[1:], ids)

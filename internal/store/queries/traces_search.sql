@@ -1,8 +1,8 @@
 -- Trace search, newest first in a stable order, without reading spans (but
 -- for attribute filters). Two steps over trace_summaries, which holds a row
 -- per trace and insert (a kept trace is inserted whole, so nearly always one):
---  1. candidates, ordered by start: the traces of the newest rows in the
---     window that pass each filter row by row, each trace once. Each filter is one that the trace passes when
+--  1. candidates, ordered by start: the newest rows in the window that pass
+--     each filter row by row. Each filter is one that the trace passes when
 --     a row does (the root's row carries the operation and the whole
 --     duration; a row without the root may belong to a longer trace, so it
 --     passes minDuration); maxDuration excludes a trace when a row is longer.
@@ -10,8 +10,10 @@
 --     (found by the bloom filter of trace ids, schema 010, among those that
 --     start within an hour of the window, near_start_ns to near_end_ns, as
 --     a trace's spans do), filtered again, ordered and paged. Each row also
---     says how many candidates there were (candidate_traces): fewer than
---     asked for means the window held no more.
+--     says how many rows of the candidates pass step 1's filters in the
+--     window (candidate_rows, columns named by their table where the select
+--     list shadows them): as many as step 1 took, or more when the window
+--     held more; fewer than it asked for means the window held no more.
 -- service matches any service the trace crosses, operation its root span's
 -- name; durations are end − start in nanoseconds, inclusive. The attrs slot
 -- becomes one `AND trace_id IN (spans with attributes[<key N>] = <value N>
@@ -26,7 +28,7 @@ SELECT
     span_count,
     error_count,
     services,
-    candidate_traces
+    candidate_rows
 FROM
 (
     SELECT
@@ -38,7 +40,14 @@ FROM
         sum(span_count) AS span_count,
         sum(error_count) AS error_count,
         arraySort(groupUniqArrayArray(services)) AS services,
-        count() OVER () AS candidate_traces
+        countIf(start >= fromUnixTimestamp64Nano({start_ns:Int64})
+            AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
+            AND ({service:String} = '' OR has(trace_summaries.services, {service:String}))
+            AND ({operation:String} = '' OR trace_summaries.root_name = {operation:String})
+            AND (trace_summaries.duration_ns >= {min_duration_ns:Int64} OR trace_summaries.root_name = '')
+            AND ({max_duration_ns:Int64} = 0 OR trace_summaries.duration_ns <= {max_duration_ns:Int64})
+            AND ({errors_only:Int64} = 0 OR trace_summaries.error_count > 0)) AS passing_rows,
+        sum(passing_rows) OVER () AS candidate_rows
     FROM ${db}.trace_summaries
     WHERE start >= fromUnixTimestamp64Nano({near_start_ns:Int64})
       AND start <= fromUnixTimestamp64Nano({near_end_ns:Int64})
@@ -55,7 +64,6 @@ FROM
           AND ({errors_only:Int64} = 0 OR error_count > 0)
           ${attrs}
         ORDER BY start DESC, trace_id DESC
-        LIMIT 1 BY trace_id
         LIMIT {candidates:Int64}
     )
     GROUP BY trace_id
