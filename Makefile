@@ -68,7 +68,7 @@ bench-logs: deps
 ## writer (spans/s, spans per CPU-second), then trace by id over 1000 random ids and five trace searches timed,
 ## and bytes on disk per span and trace by id beside the OpenTelemetry Collector ClickHouse exporter's schema
 ## on the same spans (TRACESIFT_BENCH_STORE_SPANS, TRACESIFT_BENCH_STORE_BATCH, TRACESIFT_BENCH_STORE_WRITERS
-## to change them; about 9 minutes)
+## to change them; about 5 minutes)
 bench-store: deps
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkStore$$' -benchtime 1x -timeout 60m ./bench/ | tee $(BENCH_OUT)/store.txt
