@@ -66,10 +66,11 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSumma
 	if len(f.Attributes) > MaxAttributeFilters {
 		return nil, fmt.Errorf("at most %d attribute filters, got %d", MaxAttributeFilters, len(f.Attributes))
 	}
+	asked := searchCandidates(f.Limit, f.Offset)
 	p := Params{"start_ns": f.Start, "end_ns": f.End, "service": f.Service, "operation": f.Operation,
 		"min_duration_ns": f.MinDuration.Nanoseconds(), "max_duration_ns": f.MaxDuration.Nanoseconds(),
 		"errors_only": errorsOnly, "limit": int64(f.Limit), "offset": int64(f.Offset),
-		"candidates": searchCandidates(f.Limit, f.Offset),
+		"candidates": asked,
 		// A trace that started in the window ends within the hour, mostly:
 		// its spans and rows start no more than that after the window's end
 		// (or before its start: a part of the trace without its root).
@@ -84,7 +85,7 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSumma
 	}
 	query := strings.ReplaceAll(r.traceSearch, "${attrs}", attrs.String())
 	out, candidates, err := r.searchTraces(ctx, query, p)
-	if err == nil && len(out) < f.Limit && (len(out) == 0 || candidates >= p["candidates"].(int64)) {
+	if err == nil && len(out) < f.Limit && (len(out) == 0 || candidates >= asked) {
 		p["candidates"] = wideCandidates(f.Limit, f.Offset)
 		out, _, err = r.searchTraces(ctx, query, p)
 	}

@@ -41,7 +41,8 @@ func TestSearchRerunsOnlyWhenCandidatesRanOut(t *testing.T) {
 	w := store.NewWriter(conn, db)
 	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 
-	// span writes one span of trace id, starting at offset from base.
+	// span makes a batch of one span of trace id, starting at offset from
+	// base.
 	span := func(id byte, sid byte, parent bool, offset, dur time.Duration, order string) ptrace.Traces {
 		td := ptrace.NewTraces()
 		rs := td.ResourceSpans().AppendEmpty()
