@@ -78,10 +78,9 @@ func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
 	case *rawMessage:
-		// An uncompressed message arrives in one buffer, which is then
-		// referenced, not copied; a decompressed one is copied once into a
-		// pooled buffer.
-		m.buf = data.MaterializeToBuffer(mem.DefaultBufferPool())
+		// A message of one buffer is referenced, not copied; one read in
+		// several frames is gathered into a buffer of requestPool.
+		m.buf = data.MaterializeToBuffer(&receivedRequests)
 		m.b = m.buf.ReadOnlyData()
 		return nil
 	case *emptyMessage:

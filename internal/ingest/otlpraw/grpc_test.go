@@ -55,6 +55,46 @@ func TestGRPCTraces(t *testing.T) {
 		attribute.String("signal", "traces")))
 }
 
+// Requests larger than the stream window arrive whole, several at once on
+// one connection: the server's fixed windows still open as it reads, and
+// pooled buffers reused from request to request hold no bytes of another.
+func TestGRPCRequestsLargerThanTheWindow(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	client := ptraceotlp.NewGRPCClient(e.conn)
+	var want [][]byte
+	for i := range 6 {
+		// 5 and 1.2 MiB, alternately: a large buffer is then reused for a
+		// smaller request.
+		n := 24_000
+		if i%2 == 1 {
+			n = 6_000
+		}
+		b := mustProto(t, testTraces(n))
+		if i == 0 {
+			require.Greater(t, len(b), grpcStreamWindow, "the request must outgrow the stream window")
+		}
+		want = append(want, b)
+	}
+	errs := make(chan error, len(want))
+	for _, b := range want {
+		go func() {
+			req := ptraceotlp.NewExportRequest()
+			if err := req.UnmarshalProto(b); err != nil {
+				errs <- err
+				return
+			}
+			_, err := client.Export(context.Background(), req)
+			errs <- err
+		}()
+	}
+	for range want {
+		require.NoError(t, <-errs)
+	}
+	got := e.sampler.requests()
+	require.Len(t, got, len(want))
+	assert.ElementsMatch(t, want, got)
+}
+
 func TestGRPCLogs(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	client := plogotlp.NewGRPCClient(e.conn)

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
@@ -116,13 +117,29 @@ func (r *otlpRaw) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
+// HTTP/2 flow-control windows of the gRPC server. With gRPC's default,
+// windows that start at 64 KiB and grow with its bandwidth estimate, the
+// server wrote 3.3 times per 150 KB export request (window updates and
+// estimation pings besides the response) and read 6 times; with these fixed
+// windows, 2.2 and 4.9 (make bench-compare at 150 000 spans/s). A 4 MiB
+// stream window lets a request of up to 4 MiB arrive without an update; the
+// connection's is twice that. The estimate grows both up to 16 MiB, so a
+// connection holds no more unread bytes than it could before.
+const (
+	grpcStreamWindow = 4 << 20
+	grpcConnWindow   = 8 << 20
+)
+
 func (r *otlpRaw) startGRPC(ctx context.Context, host component.Host) error {
 	gc := r.cfg.Protocols.GRPC.Get()
 	if gc == nil {
 		return nil
 	}
 	srv, err := gc.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings,
-		configgrpc.WithGrpcServerOption(grpc.ForceServerCodecV2(newRawCodec())))
+		configgrpc.WithGrpcServerOption(grpc.ForceServerCodecV2(newRawCodec())),
+		configgrpc.WithGrpcServerOption(experimental.BufferPool(&receivedRequests)),
+		configgrpc.WithGrpcServerOption(grpc.StaticStreamWindowSize(grpcStreamWindow)),
+		configgrpc.WithGrpcServerOption(grpc.StaticConnWindowSize(grpcConnWindow)))
 	if err != nil {
 		return err
 	}
