@@ -177,7 +177,8 @@ type shard struct {
 	routes   routeTable  // adaptive_slow
 	baseline rateLimiter // baseline_max_per_second
 	scratch  shardScratch
-	toFree   []frameBuf // see release
+	tally    decisionTally // reported by forward
+	toFree   []frameBuf    // see release
 	// now is the time of the message being handled, for the routes' windows
 	// and the baseline buckets.
 	now time.Time
@@ -501,26 +502,55 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 	kept := reason != ReasonNone
 	s.cache.put(t.id, kept, s.now)
 
-	tel := s.p.tel
-	mctx := context.Background()
-	tel.tracesBuffered.Add(mctx, -1)
-	tel.tracesDecided.Add(mctx, 1, tel.decidedAttrs[reason.rank()])
-	if why != whyOnTime {
-		tel.earlyDecisions.Add(mctx, 1, tel.whyAttrs[why])
-	}
-	tel.decisionLatency.Record(mctx, time.Duration(s.now.UnixNano()-t.firstSeen).Seconds())
+	s.tally.traces[reason.rank()]++
+	s.tally.early[why]++
+	s.p.tel.decisionLatency.Record(context.Background(), time.Duration(s.now.UnixNano()-t.firstSeen).Seconds())
 	if ce := s.p.logger.Check(zap.DebugLevel, "Trace decided"); ce != nil {
 		ce.Write(zap.Stringer("trace_id", t.id), zap.Bool("kept", kept), zap.String("reason", reason.metricValue()),
 			zap.String("early", whyNames[why]), zap.Int("spans", t.count), zap.Duration("end_to_end", t.endToEnd()),
 			zap.Duration("buffered_for", time.Duration(t.lastSeen-t.firstSeen)))
 	}
+	s.tally.spans[reason.rank()] += t.count
 	if !kept {
 		s.release(t.frames)
-		tel.spansDropped.Add(mctx, int64(t.count))
 		return
 	}
-	tel.spansKept.Add(mctx, int64(t.count), tel.decidedAttrs[reason.rank()])
 	out.addWhole(t)
+}
+
+// decisionTally counts a shard's decisions until they are reported, once
+// per message handled: five counter updates for every trace decided were
+// 2 % of the collector's CPU at 150 000 spans/s.
+type decisionTally struct {
+	traces, spans [numReasons]int // by Reason.rank(); rank 0 is dropped
+	early         [numWhy]int
+}
+
+// report adds the tally to the sampler's metrics and clears it.
+func (d *decisionTally) report(tel *telemetry) {
+	ctx := context.Background()
+	decided := 0
+	for rank, n := range d.traces {
+		if n == 0 {
+			continue
+		}
+		decided += n
+		tel.tracesDecided.Add(ctx, int64(n), tel.decidedAttrs[rank])
+		if spans := int64(d.spans[rank]); rank == 0 {
+			tel.spansDropped.Add(ctx, spans)
+		} else {
+			tel.spansKept.Add(ctx, spans, tel.decidedAttrs[rank])
+		}
+	}
+	if decided > 0 {
+		tel.tracesBuffered.Add(ctx, -int64(decided))
+	}
+	for why, n := range d.early {
+		if why != whyOnTime && n > 0 {
+			tel.earlyDecisions.Add(ctx, int64(n), tel.whyAttrs[why])
+		}
+	}
+	*d = decisionTally{}
 }
 
 // verdict applies the keep rules of t's service, with the shard's route
@@ -549,8 +579,12 @@ func (s *shard) verdict(t *trace) Reason {
 // forward hands kept spans to the next consumer, decoded. A failure loses
 // them (the sampler has no retry queue; the exporter behind it does), so it
 // is logged and counted, never returned to a receiver that has long moved on.
+//
+// It ends the handling of every message that can decide traces, so it also
+// reports the decisions taken meanwhile.
 func (s *shard) forward(ctx context.Context, out *keptBatch) {
 	defer s.freeReleased()
+	s.tally.report(s.p.tel)
 	if out.spans == 0 {
 		return
 	}
