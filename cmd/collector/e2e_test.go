@@ -94,7 +94,7 @@ receivers:
     protocols:
       grpc: {endpoint: %s, max_recv_msg_size_mib: 1}
       http: {endpoint: %s, max_request_body_size: 1048576}
-    sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store}}
+    sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store, flush_interval: 200ms}}
   file_log:
     include: [%q]
     start_at: beginning
@@ -104,7 +104,7 @@ receivers:
 processors:
   tracesift_logs: {}
 exporters:
-  tracesift: {}
+  tracesift: {sending_queue: {batch: {flush_timeout: 200ms}}}
 service:
   extensions: [tracesift_query, tracesift_store, health_check]
   pipelines:

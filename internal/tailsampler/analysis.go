@@ -35,6 +35,11 @@ type AnalyzeConfig struct {
 	// tracesift_sampler_findings. Default empty; the shipped configurations
 	// set tracesift_store.
 	Store component.ID `mapstructure:"store"`
+	// FlushInterval is how long findings and clock offsets wait to be
+	// inserted together (sooner once 10 000 are waiting): every insert is a
+	// part ClickHouse merges later. Default 5s, as the exporter's batches
+	// of kept spans, so a trace's findings show with it.
+	FlushInterval time.Duration `mapstructure:"flush_interval"`
 	// FanoutThreshold is how many downstream calls one entry span must make
 	// for a fanout finding. Default 50.
 	FanoutThreshold int `mapstructure:"fanout_threshold"`
@@ -53,6 +58,7 @@ func defaultAnalyzeConfig() AnalyzeConfig {
 	opts := analyze.DefaultOptions()
 	return AnalyzeConfig{
 		Enabled:          true,
+		FlushInterval:    5 * time.Second,
 		FanoutThreshold:  opts.FanoutThreshold,
 		MinRepeatedCalls: opts.MinRepeatedCalls,
 		Skew:             clockskew.DefaultConfig(),
@@ -65,6 +71,9 @@ func (c *AnalyzeConfig) Validate() error {
 		return nil
 	}
 	var errs []error
+	if c.FlushInterval <= 0 {
+		errs = append(errs, fmt.Errorf("`analyze::flush_interval` must be positive, got %s", c.FlushInterval))
+	}
 	if c.FanoutThreshold < 1 {
 		errs = append(errs, fmt.Errorf("`analyze::fanout_threshold` must be at least 1, got %d", c.FanoutThreshold))
 	}
@@ -106,6 +115,7 @@ type analyzer struct {
 	threshold time.Duration
 
 	writer  FindingsWriter // nil: findings are only counted
+	flush   time.Duration  // analyze::flush_interval
 	queue   chan analysisBatch
 	done    chan struct{}
 	dropped sync.Once // the first dropped batch is logged
@@ -125,7 +135,8 @@ func newAnalyzer(cfg AnalyzeConfig, logger *zap.Logger, tel *telemetry) (*analyz
 	}
 	opts := analyze.DefaultOptions()
 	opts.FanoutThreshold, opts.MinRepeatedCalls = cfg.FanoutThreshold, cfg.MinRepeatedCalls
-	return &analyzer{opts: opts, skew: est, logger: logger, tel: tel, threshold: cfg.Skew.Threshold}, nil
+	return &analyzer{opts: opts, skew: est, logger: logger, tel: tel, threshold: cfg.Skew.Threshold,
+		flush: cfg.FlushInterval}, nil
 }
 
 // start looks up the store and starts the writer goroutine.
@@ -159,17 +170,13 @@ func (a *analyzer) stop() {
 	<-a.done
 }
 
-// findingsFlush is how often queued findings are inserted: every insert is a
-// part ClickHouse merges later, so they are few and large. (Variables for
-// the tests.)
-var findingsFlush = time.Second
-
 // maxPendingFindings bounds the findings and clock rows the writer holds
 // while the store fails; beyond it the oldest batch is dropped and counted.
 const maxPendingFindings = 200_000
 
 // Backoff between failed inserts of findings: doubling from the first to
 // the cap, each wait drawn within ±50 % so that restarted writers spread out.
+// (Variables for the tests.)
 var (
 	findingsRetryFirst = time.Second
 	findingsRetryCap   = 30 * time.Second
@@ -184,7 +191,7 @@ func retryDelay(n int, rnd *rand.Rand) time.Duration {
 	return d/2 + time.Duration(rnd.Int64N(int64(d)))
 }
 
-// write inserts queued findings, once per findingsFlush at most, or sooner
+// write inserts queued findings, once per flush interval at most, or sooner
 // when 10000 are waiting. A failed insert is retried after a backoff with
 // exactly the same rows, so that its deduplication token is the same and an
 // insert that had succeeded after all is not stored twice; batches queued
@@ -199,7 +206,7 @@ func (a *analyzer) write() {
 		retryAt  time.Time
 		rnd      = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x7ace))
 	)
-	tick := time.NewTicker(findingsFlush)
+	tick := time.NewTicker(a.flush)
 	defer tick.Stop()
 	lose := func(b *analysisBatch, err error) {
 		a.tel.findingsDropped.Add(context.Background(), int64(len(b.findings)))

@@ -50,12 +50,12 @@ func (w *failingWriter) WriteClockOffsets(context.Context, []store.ClockRow) err
 
 func startWriter(t *testing.T, w FindingsWriter) *analyzer {
 	t.Helper()
-	first, flush := findingsRetryFirst, findingsFlush
-	findingsRetryFirst, findingsFlush = time.Millisecond, time.Millisecond
-	t.Cleanup(func() { findingsRetryFirst, findingsFlush = first, flush })
+	first := findingsRetryFirst
+	findingsRetryFirst = time.Millisecond
+	t.Cleanup(func() { findingsRetryFirst = first })
 	tel, err := newTelemetry(noop.NewMeterProvider())
 	require.NoError(t, err)
-	a := &analyzer{writer: w, logger: zap.NewNop(), tel: tel,
+	a := &analyzer{writer: w, flush: time.Millisecond, logger: zap.NewNop(), tel: tel,
 		queue: make(chan analysisBatch, findingsQueue), done: make(chan struct{})}
 	go a.write()
 	return a
