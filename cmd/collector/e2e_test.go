@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,6 +86,7 @@ func startCollector(t *testing.T) endpoints {
 extensions:
   tracesift_store:
     embedded: {path: %q}
+    retention: {traces: 2400h, logs: 9600h}
   tracesift_query:
     endpoint: %s
   health_check:
@@ -395,6 +397,89 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, "ledger", viaLines.Service)
 		assert.Equal(t, "42", viaLines.Attributes["order.id"])
 		assert.Equal(t, spanHex, viaLines.SpanID)
+	})
+
+	t.Run("a backfill over many days does not stop ingestion", func(t *testing.T) {
+		// Three Loki pushes of 150 lines, one line a day back, as a file_log
+		// backfill or a client with a bad clock sends them: more day
+		// partitions than one insert may write. Retention is 400 days for
+		// logs and 100 for traces, so the oldest are counted as expired.
+		now := time.Now()
+		const days = 450
+		for p := range 3 {
+			var values []string
+			for d := p * 150; d < (p+1)*150; d++ {
+				values = append(values, fmt.Sprintf(`[%q,"backfilled line %d"]`, fmt.Sprint(now.Add(-time.Duration(d)*24*time.Hour).UnixNano()), d))
+			}
+			push := `{"streams":[{"stream":{"service_name":"backfill"},"values":[` + strings.Join(values, ",") + `]}]}`
+			resp, err := http.Post("http://"+ep.loki+"/loki/api/v1/push", "application/json", strings.NewReader(push))
+			require.NoError(t, err)
+			resp.Body.Close()
+			require.Equal(t, http.StatusNoContent, resp.StatusCode)
+		}
+		// Error traces, one a day back, in one request.
+		var spans []string
+		ids := make([]string, 150)
+		for d := range ids {
+			ids[d] = fmt.Sprintf("bf%030x", d+1)
+			start := now.Add(-time.Duration(d) * 24 * time.Hour).UnixNano()
+			spans = append(spans, fmt.Sprintf(`{"traceId":%q,"spanId":"00000000000000%02x","name":"GET /old","kind":2,`+
+				`"startTimeUnixNano":"%d","endTimeUnixNano":"%d","status":{"code":2}}`, ids[d], d+1, start, start+1e6))
+		}
+		body := `{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"backfill"}}]},` +
+			`"scopeSpans":[{"spans":[` + strings.Join(spans, ",") + `]}]}]}`
+		resp, err := http.Post("http://"+ep.http+"/v1/traces", "application/json", strings.NewReader(body))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+
+		// A line sent afterwards is stored, and so is every backfilled one.
+		spanHex := child.SpanContext().SpanID().String()
+		fresh := fmt.Sprintf(`{"streams":[{"stream":{"service_name":"after-backfill"},"values":[[%q,"after the backfill traceId=%s spanId=%s"]]}]}`,
+			fmt.Sprint(time.Now().UnixNano()), errorID, spanHex)
+		resp, err = http.Post("http://"+ep.loki+"/loki/api/v1/push", "application/json", strings.NewReader(fresh))
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusNoContent, resp.StatusCode)
+		eventually(t, "the line after the backfill on the trace", func() bool {
+			code, tr := getTrace(t, ep, errorID)
+			if code != http.StatusOK {
+				return false
+			}
+			for _, l := range tr.Logs {
+				if l.Service == "after-backfill" {
+					return true
+				}
+			}
+			return false
+		})
+		q := url.Values{"service": {"backfill"}, "limit": {"1000"},
+			"start": {fmt.Sprint(now.Add(-(days + 1) * 24 * time.Hour).UnixNano())}, "end": {fmt.Sprint(now.Add(time.Minute).UnixNano())}}
+		var found struct{ Logs []store.SearchLog }
+		eventually(t, "every backfilled line within retention", func() bool {
+			resp, err := http.Get("http://" + ep.query + "/api/v1/logs?" + q.Encode())
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&found))
+			return len(found.Logs) == 400
+		})
+		assert.Equal(t, float64(days-400), metric(t, ep, "tracesift_store_records_expired", `signal="logs"`))
+		for d, id := range ids {
+			if d < 100 {
+				eventually(t, "the backfilled trace "+id, func() bool {
+					code, _ := getTrace(t, ep, id)
+					return code == http.StatusOK
+				})
+			}
+		}
+		eventually(t, "the expired spans counted", func() bool {
+			return metric(t, ep, "tracesift_store_records_expired", `signal="traces"`) == 50
+		})
+		code, _ := getTrace(t, ep, ids[100])
+		assert.Equal(t, http.StatusNotFound, code, "past retention")
+		assert.Zero(t, metric(t, ep, "otelcol_exporter_send_failed_log_records"))
+		assert.Zero(t, metric(t, ep, "otelcol_exporter_send_failed_spans"))
 	})
 
 	t.Run("OTLP/JSON over HTTP", func(t *testing.T) {

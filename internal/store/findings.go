@@ -33,7 +33,9 @@ var findingColumns = []nativeColumnDef{
 // as many rows as the kept spans; as JSONEachRow (before) a row cost the
 // engine about what a span does.
 func (w *Writer) WriteFindings(ctx context.Context, rows []FindingRow) error {
-	return insertBlock(ctx, w.conn, w.findings, "findings", findingColumns, rows, func(c []nativeColumn, r *FindingRow) {
+	return insertBlock(ctx, w.conn, w.findings, "findings", findingColumns, rows, w.notBefore(w.retention.Traces), func(r *FindingRow) uint64 {
+		return r.TimeUnixNano
+	}, func(c []nativeColumn, r *FindingRow) {
 		v := r.Value
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			v = 0 // what the API can serve as JSON; one bad value must not lose the batch
@@ -50,20 +52,36 @@ func (w *Writer) WriteFindings(ctx context.Context, rows []FindingRow) error {
 }
 
 // insertBlock inserts rows as one Native block of columns defs, each row's
-// values appended by fill.
+// values appended by fill, but for those whose time (the table's partition
+// key) is before notBefore; rows over more days than one insert may write go
+// in one block per range of days.
 func insertBlock[T any](ctx context.Context, conn Conn, table, what string, defs []nativeColumnDef, rows []T,
-	fill func(c []nativeColumn, r *T)) error {
-	if len(rows) == 0 {
+	notBefore uint64, time func(r *T) uint64, fill func(c []nativeColumn, r *T)) error {
+	var span daySpan
+	for i := range rows {
+		if t := time(&rows[i]); t >= notBefore {
+			span.add(t)
+		}
+	}
+	if len(span.times) == 0 {
 		return nil
 	}
-	var b nativeBlock
-	b.reset(defs)
-	for i := range rows {
-		fill(b.cols, &rows[i])
-		b.rows++
+	groups := []dayRange{allDays}
+	if !span.fits() {
+		groups = dayGroups(span.times)
 	}
-	if err := conn.Insert(ctx, table, FormatNative, b.appendTo(nil)); err != nil {
-		return fmt.Errorf("inserting %d %s: %w", len(rows), what, err)
+	var b nativeBlock
+	for _, days := range groups {
+		b.reset(defs)
+		for i := range rows {
+			if t := time(&rows[i]); t >= notBefore && days.has(t) {
+				fill(b.cols, &rows[i])
+				b.rows++
+			}
+		}
+		if err := conn.Insert(ctx, table, FormatNative, b.appendTo(nil)); err != nil {
+			return fmt.Errorf("inserting %d %s: %w", b.rows, what, err)
+		}
 	}
 	return nil
 }
@@ -86,7 +104,9 @@ var clockColumns = []nativeColumnDef{
 
 // WriteClockOffsets stores clock offsets in one insert, a Native block.
 func (w *Writer) WriteClockOffsets(ctx context.Context, rows []ClockRow) error {
-	return insertBlock(ctx, w.conn, w.clock, "clock offsets", clockColumns, rows, func(c []nativeColumn, r *ClockRow) {
+	return insertBlock(ctx, w.conn, w.clock, "clock offsets", clockColumns, rows, w.notBefore(w.retention.Traces), func(r *ClockRow) uint64 {
+		return r.TimeUnixNano
+	}, func(c []nativeColumn, r *ClockRow) {
 		c[0].appendUInt64(r.TimeUnixNano)
 		c[1].appendString(r.TraceID)
 		c[2].appendString(r.Host)

@@ -43,6 +43,8 @@ type rowEncoder struct {
 	aux      nativeBlock    // the other tables' rows, one table at a time
 	marks    []resourceMark // the resources being written
 
+	days daySpan // of the rows in block
+
 	tmp    []byte   // events or links JSON
 	val    []byte   // a value's text, before its length is written
 	keys   []string // a map's keys, to find duplicates
@@ -133,11 +135,17 @@ const maxPooledBuffer = 64 << 20
 // does not keep it.
 func getRowEncoder(cols []nativeColumnDef) *rowEncoder {
 	e := rowEncoders.Get().(*rowEncoder)
+	e.reset(cols)
+	return e
+}
+
+// reset empties the encoder for a new block of the given columns.
+func (e *rowEncoder) reset(cols []nativeColumnDef) {
 	e.block.reset(cols)
+	e.days.reset()
 	e.sums.reset()
 	e.res, e.resArena, e.marks = e.res[:0], e.resArena[:0], e.marks[:0]
 	clear(e.resIndex)
-	return e
 }
 
 func putRowEncoder(e *rowEncoder) {
@@ -155,6 +163,9 @@ func putRowEncoder(e *rowEncoder) {
 	}
 	if cap(e.resArena) > maxPooledBuffer {
 		e.resArena = nil
+	}
+	if cap(e.days.times) > maxPooledBuffer/8 {
+		e.days.times = nil
 	}
 	e.out = e.out[:0]
 	// Do not keep the pdata's strings alive while pooled.
@@ -251,13 +262,7 @@ func (e *rowEncoder) appendSpanRow(scope pcommon.InstrumentationScope, s ptrace.
 // appendLogRow appends lr, of the current resource, as a row of the logs
 // table (see logRow).
 func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.LogRecord) {
-	ts, observed := uint64(lr.Timestamp()), uint64(lr.ObservedTimestamp())
-	if ts == 0 {
-		ts = observed
-	}
-	if observed == 0 {
-		observed = ts
-	}
+	ts, observed := logTimes(lr)
 	traceID, spanID := lr.TraceID(), lr.SpanID()
 	if traceID.IsEmpty() {
 		spanID = pcommon.NewSpanIDEmpty() // a span id means nothing without its trace
@@ -276,6 +281,19 @@ func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.Lo
 	e.appendResourceMap(&c[logResource])
 	c[logScopeName].appendString(scope.Name())
 	e.block.rows++
+}
+
+// logTimes are a log record's time and observed time as stored: each
+// stands in for the other when it is unset.
+func logTimes(lr plog.LogRecord) (ts, observed uint64) {
+	ts, observed = uint64(lr.Timestamp()), uint64(lr.ObservedTimestamp())
+	if ts == 0 {
+		ts = observed
+	}
+	if observed == 0 {
+		observed = ts
+	}
+	return ts, observed
 }
 
 // severityNumber is OTLP's severity number (1–24, 0 unset) as the logs

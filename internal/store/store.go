@@ -126,12 +126,18 @@ var permanentCodes = map[string]bool{
 	"131": true, // TOO_LARGE_STRING_SIZE
 }
 
+// tooManyPartitions is the text of the TOO_MANY_PARTS error (252) that an
+// insert into more partitions than max_partitions_per_insert_block meets
+// every time; the same code for too many parts to merge passes later.
+const tooManyPartitions = "Too many partitions for single INSERT block"
+
 // IsPermanent reports whether err, from a Conn, says the statement can never
 // succeed as it is, so retrying it is pointless.
 func IsPermanent(err error) bool {
 	if err == nil {
 		return false
 	}
-	m := codeRe.FindStringSubmatch(err.Error())
-	return m != nil && permanentCodes[m[1]]
+	text := err.Error()
+	m := codeRe.FindStringSubmatch(text)
+	return m != nil && (permanentCodes[m[1]] || m[1] == "252" && strings.Contains(text, tooManyPartitions))
 }

@@ -116,12 +116,13 @@ func TestInsertStatementToken(t *testing.T) {
 
 func TestErrorsAreClassified(t *testing.T) {
 	for msg, permanent := range map[string]bool{
-		"Code: 27. DB::Exception: Cannot parse input":                true,
-		"code: 62, message: Syntax error":                            true,
-		"Code: 252. DB::Exception: Too many parts":                   false,
-		"Code: 241. DB::Exception: Memory limit (total) exceeded":    false,
-		"read tcp 10.0.0.1:5000->10.0.0.2:9000: i/o timeout":         false,
-		"Code: 2700. DB::Exception: a code that only looks like one": false,
+		"Code: 27. DB::Exception: Cannot parse input":                                            true,
+		"code: 62, message: Syntax error":                                                        true,
+		"Code: 252. DB::Exception: Too many parts":                                               false,
+		"Code: 252. DB::Exception: Too many partitions for single INSERT block (more than 100).": true,
+		"Code: 241. DB::Exception: Memory limit (total) exceeded":                                false,
+		"read tcp 10.0.0.1:5000->10.0.0.2:9000: i/o timeout":                                     false,
+		"Code: 2700. DB::Exception: a code that only looks like one":                             false,
 	} {
 		assert.Equal(t, permanent, IsPermanent(errors.New(msg)), msg)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -15,6 +16,10 @@ import (
 // call: callers batch (the sampler emits all the traces it kept in a pass).
 type Writer struct {
 	conn Conn
+	// Rows older than their retention are not written (they would expire
+	// at once); now is the clock that says so.
+	retention Retention
+	now       func() time.Time
 	// The tables, qualified with the database.
 	spans, logs, findings, clock  string
 	traceSummaries, resourceTable string
@@ -24,7 +29,22 @@ type Writer struct {
 // NewWriter returns a writer into database db over conn.
 func NewWriter(conn Conn, db string) *Writer {
 	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings", clock: db + ".trace_clock",
-		traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources"}
+		traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources", now: time.Now}
+}
+
+// SetRetention makes the writer skip the rows that are already older than
+// the tables' retention (ApplyRetention) when they arrive, and count them
+// as expired: stored, they would only make partitions for the engine to
+// drop. Call it before the first write.
+func (w *Writer) SetRetention(r Retention) { w.retention = r }
+
+// notBefore is the oldest time (Unix nanoseconds) of a row kept for keep;
+// 0 for no retention.
+func (w *Writer) notBefore(keep time.Duration) uint64 {
+	if keep <= 0 {
+		return 0
+	}
+	return uint64(max(w.now().Add(-keep).UnixNano(), 0))
 }
 
 // WriteStats says what a write did with its input.
@@ -32,6 +52,9 @@ type WriteStats struct {
 	Written int
 	// Invalid counts records skipped whole because an id was invalid.
 	Invalid int
+	// Expired counts records skipped because they were older than their
+	// retention already (SetRetention).
+	Expired int
 }
 
 // spanRow is a row of the spans table as the reader's queries return it
@@ -87,11 +110,51 @@ type logRow struct {
 // so that no stored span names a missing one), the spans, and each trace's
 // summary in trace_summaries (last: a search finds a trace through it once
 // its spans are stored). When one fails, the call fails and the caller's
-// retry of the same batch adds only what is missing.
+// retry of the same batch adds only what is missing. Spans over more days
+// than one insert may write are inserted a range of days at a time
+// (partitions.go), each range's traces summed up apart: a search sums a
+// trace's summary rows.
 func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats, error) {
-	var st WriteStats
-	e := getRowEncoder(spanColumns)
+	notBefore := w.notBefore(w.retention.Traces)
+	return writeByDays(spanColumns, func(e *rowEncoder, days dayRange) WriteStats {
+		return e.appendSpans(td, days, notBefore)
+	}, func(e *rowEncoder, n int) error {
+		return w.insertSpans(ctx, e, n)
+	})
+}
+
+// writeByDays encodes a batch's rows with encode and inserts them with
+// insert: in one insert or, when they fall on more days than one insert may
+// write, a range of days at a time, each encoded anew.
+func writeByDays(cols []nativeColumnDef, encode func(e *rowEncoder, days dayRange) WriteStats,
+	insert func(e *rowEncoder, n int) error) (WriteStats, error) {
+	e := getRowEncoder(cols)
 	defer putRowEncoder(e)
+	st := encode(e, allDays)
+	if st.Written == 0 {
+		return st, nil
+	}
+	groups := []dayRange{allDays}
+	if !e.days.fits() {
+		groups = dayGroups(e.days.times)
+	}
+	for _, r := range groups {
+		n := st.Written
+		if r != allDays {
+			e.reset(cols)
+			n = encode(e, r).Written
+		}
+		if err := insert(e, n); err != nil {
+			return WriteStats{Invalid: st.Invalid, Expired: st.Expired}, err
+		}
+	}
+	return st, nil
+}
+
+// appendSpans appends the valid spans of td that start within days, and not
+// before notBefore, to the encoder's block, and says what it took.
+func (e *rowEncoder) appendSpans(td ptrace.Traces, days dayRange, notBefore uint64) WriteStats {
+	var st WriteStats
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -106,42 +169,64 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 					st.Invalid++
 					continue
 				}
+				start := uint64(s.StartTimestamp())
+				if start < notBefore {
+					st.Expired++
+					continue
+				}
+				if days != allDays && !days.has(start) {
+					continue
+				}
+				e.days.add(start)
 				e.appendSpanRow(ss.Scope(), s)
 				st.Written++
 			}
 		}
 	}
-	if st.Written == 0 {
-		return st, nil
-	}
-	failed := func(what string, err error) (WriteStats, error) {
-		return WriteStats{Invalid: st.Invalid}, fmt.Errorf("inserting %s of %d spans: %w", what, st.Written, err)
-	}
+	return st
+}
+
+// insertSpans inserts the n spans encoded in e, with their resources and
+// trace summaries.
+func (w *Writer) insertSpans(ctx context.Context, e *rowEncoder, n int) error {
 	e.aux.reset(resourceColumns)
 	e.marks = w.resources.appendNew(&e.aux, e.res, e.resArena, e.marks[:0])
 	if e.aux.rows > 0 {
 		if err := w.conn.Insert(ctx, w.resourceTable, FormatNative, e.encodeAux()); err != nil {
-			return failed("the resources", err)
+			return fmt.Errorf("inserting the resources of %d spans: %w", n, err)
 		}
 		w.resources.mark(e.marks)
 	}
 	if err := w.conn.Insert(ctx, w.spans, FormatNative, e.encode()); err != nil {
-		return WriteStats{Invalid: st.Invalid}, fmt.Errorf("inserting %d spans: %w", st.Written, err)
+		return fmt.Errorf("inserting %d spans: %w", n, err)
 	}
 	e.aux.reset(traceSummaryColumns)
 	e.sums.appendSummaryRows(&e.aux)
 	if err := w.conn.Insert(ctx, w.traceSummaries, FormatNative, e.encodeAux()); err != nil {
-		return failed("the trace summaries", err)
+		return fmt.Errorf("inserting the trace summaries of %d spans: %w", n, err)
 	}
-	return st, nil
+	return nil
 }
 
 // WriteLogs stores every log record of ld. Records need no ids: logs are all
-// stored, linked to a trace when they carry one.
+// stored, linked to a trace when they carry one. Records over more days than
+// one insert may write are inserted a range of days at a time.
 func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error) {
+	notBefore := w.notBefore(w.retention.Logs)
+	return writeByDays(logColumns, func(e *rowEncoder, days dayRange) WriteStats {
+		return e.appendLogs(ld, days, notBefore)
+	}, func(e *rowEncoder, n int) error {
+		if err := w.conn.Insert(ctx, w.logs, FormatNative, e.encode()); err != nil {
+			return fmt.Errorf("inserting %d log records: %w", n, err)
+		}
+		return nil
+	})
+}
+
+// appendLogs appends the records of ld whose time falls within days, and
+// not before notBefore, to the encoder's block, and says what it took.
+func (e *rowEncoder) appendLogs(ld plog.Logs, days dayRange, notBefore uint64) WriteStats {
 	var st WriteStats
-	e := getRowEncoder(logColumns)
-	defer putRowEncoder(e)
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
@@ -151,18 +236,21 @@ func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error
 			sl := sls.At(j)
 			recs := sl.LogRecords()
 			for k := 0; k < recs.Len(); k++ {
+				ts, _ := logTimes(recs.At(k))
+				if ts < notBefore {
+					st.Expired++
+					continue
+				}
+				if days != allDays && !days.has(ts) {
+					continue
+				}
+				e.days.add(ts)
 				e.appendLogRow(sl.Scope(), recs.At(k))
 				st.Written++
 			}
 		}
 	}
-	if st.Written == 0 {
-		return st, nil
-	}
-	if err := w.conn.Insert(ctx, w.logs, FormatNative, e.encode()); err != nil {
-		return WriteStats{}, fmt.Errorf("inserting %d log records: %w", st.Written, err)
-	}
-	return st, nil
+	return st
 }
 
 // nanoTime is a time in Unix nanoseconds. In JSON rows it is written as text

@@ -98,11 +98,12 @@ type storeExporter struct {
 	logger  *zap.Logger
 	writer  *store.Writer
 	invalid metric.Int64Counter
+	expired metric.Int64Counter
 	written metric.Int64Counter
 	// signal is the exporter's signal attribute, built once: it is added
 	// on every write.
-	signal metric.MeasurementOption
-	warned atomic.Bool
+	signal                metric.MeasurementOption
+	warned, warnedExpired atomic.Bool
 }
 
 func newExporter(set exporter.Settings, cfg *Config, signal string) (*storeExporter, error) {
@@ -112,12 +113,17 @@ func newExporter(set exporter.Settings, cfg *Config, signal string) (*storeExpor
 	if err != nil {
 		return nil, err
 	}
+	expired, err := m.Int64Counter("tracesift_store_records_expired",
+		metric.WithDescription("Spans and log records not stored because they were older than the store's retention when they arrived"))
+	if err != nil {
+		return nil, err
+	}
 	written, err := m.Int64Counter("tracesift_store_records_written",
 		metric.WithDescription("Spans and log records written to the store"))
 	if err != nil {
 		return nil, err
 	}
-	return &storeExporter{cfg: cfg, logger: set.Logger, invalid: invalid, written: written,
+	return &storeExporter{cfg: cfg, logger: set.Logger, invalid: invalid, expired: expired, written: written,
 		signal: metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", signal)))}, nil
 }
 
@@ -137,6 +143,14 @@ func (e *storeExporter) account(ctx context.Context, signal string, st store.Wri
 		if e.warned.CompareAndSwap(false, true) {
 			e.logger.Warn("skipping records with an empty trace or span id; they are counted in tracesift_store_records_invalid (logged once)",
 				zap.String("signal", signal), zap.Int("count", st.Invalid))
+		}
+	}
+	if st.Expired > 0 {
+		e.expired.Add(ctx, int64(st.Expired), e.signal)
+		if e.warnedExpired.CompareAndSwap(false, true) {
+			e.logger.Warn("skipping records older than the store's retention (a backfill, or a client whose clock is wrong); "+
+				"they would expire at once. Raise tracesift_store's `retention` to keep them. Counted in tracesift_store_records_expired (logged once)",
+				zap.String("signal", signal), zap.Int("count", st.Expired))
 		}
 	}
 }

@@ -62,12 +62,13 @@ func (e *storeExtension) Start(ctx context.Context, _ component.Host) error {
 	if err := store.ApplySchema(ctx, conn, e.cfg.Database); err != nil {
 		return errors.Join(fmt.Errorf("tracesift_store: %w", err), conn.Close())
 	}
-	if err := store.ApplyRetention(ctx, conn, e.cfg.Database,
-		store.Retention{Traces: e.cfg.Retention.Traces, Logs: e.cfg.Retention.Logs}); err != nil {
+	retention := store.Retention{Traces: e.cfg.Retention.Traces, Logs: e.cfg.Retention.Logs}
+	if err := store.ApplyRetention(ctx, conn, e.cfg.Database, retention); err != nil {
 		return errors.Join(fmt.Errorf("tracesift_store: %w", err), conn.Close())
 	}
 	e.conn = conn
 	e.writer = store.NewWriter(conn, e.cfg.Database)
+	e.writer.SetRetention(retention)
 	e.reader = store.NewReader(conn, e.cfg.Database, store.ReaderConfig{LogWindow: e.cfg.LogWindow, MaxLogs: e.cfg.MaxLogsPerTrace})
 	return nil
 }
