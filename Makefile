@@ -3,9 +3,8 @@
 
 SHELL := /bin/bash
 GO ?= go
+# The embedded engine; the binaries and tests find it in node_modules by themselves.
 CHDB_LIB := $(CURDIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
-# chdb-go loads the engine from CHDB_LIB_PATH.
-export CHDB_LIB_PATH ?= $(CHDB_LIB)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 

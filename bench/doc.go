@@ -17,6 +17,5 @@
 // metric scrapes in this folder), TRACESIFT_BENCH_SYSTEMS (default
 // "reference,tracesift"), TRACESIFT_BENCH_REF_SHARDS (tail_sampling's
 // num_shards, default one per CPU), TRACESIFT_BENCH_SAMPLER_SETTINGS (extra
-// tracesift_sampler YAML, e.g. "max_buffered_bytes: 2147483648"),
-// CHDB_LIB_PATH (libchdb.so, as for `make run`).
+// tracesift_sampler YAML, e.g. "max_buffered_bytes: 2147483648").
 package bench

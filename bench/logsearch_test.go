@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/tracesift/tracesift/internal/store"
-	"github.com/tracesift/tracesift/internal/store/chdbconn"
+	"github.com/tracesift/tracesift/internal/store/embedded"
 )
 
 // BenchmarkLogSearch loads TRACESIFT_BENCH_LOG_LINES log lines (10 million
@@ -34,7 +34,7 @@ func BenchmarkLogSearch(b *testing.B) {
 		lines = n
 	}
 	ctx := context.Background()
-	conn, err := chdbconn.Open(b.TempDir())
+	conn, err := embedded.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/store"
-	"github.com/tracesift/tracesift/internal/store/chdbconn"
+	"github.com/tracesift/tracesift/internal/store/embedded"
 )
 
 var (
@@ -76,7 +76,7 @@ func BenchmarkStore(b *testing.B) {
 		}
 	}
 	ctx := context.Background()
-	conn, err := chdbconn.Open(b.TempDir())
+	conn, err := embedded.Open(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}

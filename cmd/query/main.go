@@ -18,7 +18,7 @@ import (
 
 	"github.com/tracesift/tracesift/internal/query"
 	"github.com/tracesift/tracesift/internal/store"
-	"github.com/tracesift/tracesift/internal/store/chconn"
+	"github.com/tracesift/tracesift/internal/store/server"
 )
 
 func main() {
@@ -55,7 +55,7 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	conn, err := chconn.Open(ctx, *dsn)
+	conn, err := server.Open(ctx, *dsn)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,8 @@
 // Package store owns tracesift's ClickHouse schema, its writers and readers.
 //
 // One SQL dialect serves two connections: the embedded ClickHouse engine
-// (chDB, package chdbconn) and a ClickHouse server (clickhouse-go, package
-// chconn). Everything above the Conn interface is shared, so the SQL that the
+// (chDB, package store/embedded) and a ClickHouse server (clickhouse-go, package
+// store/server). Everything above the Conn interface is shared, so the SQL that the
 // tests run on chDB is the SQL that production runs on a server.
 package store
 

@@ -4,9 +4,9 @@ package storeext
 
 import (
 	"github.com/tracesift/tracesift/internal/store"
-	"github.com/tracesift/tracesift/internal/store/chdbconn"
+	"github.com/tracesift/tracesift/internal/store/embedded"
 )
 
-// openEmbedded opens chDB. Binaries built with it need libchdb.so at start
-// (CHDB_LIB_PATH); build with -tags nochdb for server-only deployments.
-func openEmbedded(path string) (store.Conn, error) { return chdbconn.Open(path) }
+// openEmbedded opens chDB, loading libchdb.so (found as embedded.Open says)
+// at the first call; build with -tags nochdb to leave the engine out.
+func openEmbedded(path string) (store.Conn, error) { return embedded.Open(path) }

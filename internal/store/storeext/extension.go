@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tracesift/tracesift/internal/store"
-	"github.com/tracesift/tracesift/internal/store/chconn"
+	"github.com/tracesift/tracesift/internal/store/server"
 )
 
 // Type is the extension's component type.
@@ -46,7 +46,7 @@ func (e *storeExtension) Start(ctx context.Context, _ component.Host) error {
 		err  error
 	)
 	if e.cfg.ClickHouse.DSN != "" {
-		conn, err = chconn.Open(ctx, e.cfg.ClickHouse.DSN)
+		conn, err = server.Open(ctx, e.cfg.ClickHouse.DSN)
 		if err == nil {
 			e.logger.Info("store: ClickHouse server", zap.String("database", e.cfg.Database))
 		}

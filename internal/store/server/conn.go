@@ -1,6 +1,6 @@
-// Package chconn runs the store's SQL on a ClickHouse server through
+// Package server runs the store's SQL on a ClickHouse server through
 // clickhouse-go. It stays thin: everything else is shared with chDB.
-package chconn
+package server
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package chdbconn
+package embedded
 
 import (
 	"bytes"

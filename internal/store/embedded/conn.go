@@ -1,8 +1,7 @@
-// Package chdbconn runs the store's SQL on chDB, the ClickHouse engine
-// in-process. It is the only package that loads libchdb.so (the chdb-go
-// binding loads it when the package is initialised), so binaries that only
-// talk to a ClickHouse server do not import it.
-package chdbconn
+// Package embedded runs the store's SQL on chDB, the ClickHouse engine
+// in-process (libchdb.so, loaded when the first connection opens; see
+// engine.go).
+package embedded
 
 import (
 	"bytes"
@@ -16,14 +15,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/chdb-io/chdb-go/chdb"
-
 	"github.com/tracesift/tracesift/internal/store"
 )
 
 // Conn is a store.Conn on a chDB session over one data directory.
 type Conn struct {
-	session *chdb.Session
+	session *session
 	// insertDir holds each insert's rows for the moment the engine reads
 	// them (see Insert).
 	insertDir string
@@ -40,14 +37,14 @@ func Open(dataDir string) (*Conn, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("chdb: creating data directory: %w", err)
 	}
-	s, err := chdb.NewSession(dataDir)
+	s, err := openSession(dataDir)
 	if err != nil {
-		return nil, fmt.Errorf("chdb: opening session on %s: %w", dataDir, err)
+		return nil, err
 	}
 	removeStaleInsertDirs(os.TempDir())
 	insertDir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", insertDirPrefix, os.Getpid()))
 	if err != nil {
-		s.Close()
+		s.close()
 		return nil, fmt.Errorf("chdb: creating a directory for inserts: %w", err)
 	}
 	c := &Conn{session: s, insertDir: insertDir}
@@ -61,18 +58,10 @@ func Open(dataDir string) (*Conn, error) {
 }
 
 func (c *Conn) run(query string, out func([]byte) error) error {
-	res, err := c.session.Query(query, "JSONEachRow")
-	if err != nil {
+	if err := c.session.query(query, "JSONEachRow", out); err != nil {
 		return fmt.Errorf("chdb: %w", err)
 	}
-	if res == nil {
-		return nil
-	}
-	defer res.Free()
-	if out == nil {
-		return nil
-	}
-	return out(res.Buf())
+	return nil
 }
 
 // Exec implements store.Conn.
@@ -175,6 +164,6 @@ func (c *Conn) Query(ctx context.Context, query string, params store.Params, row
 
 // Close ends the session; the data stays in its directory.
 func (c *Conn) Close() error {
-	c.session.Close()
+	c.session.close()
 	return os.RemoveAll(c.insertDir)
 }
