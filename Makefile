@@ -33,7 +33,7 @@ run: build
 test: deps vet
 	$(GO) test -race -count=1 ./...
 	@# The frame encoder's unchecked loads, checked.
-	$(GO) test -count=1 -tags s2dict_safe ./internal/s2dict/
+	$(GO) test -count=1 -tags s2dict_safe ./internal/tailsampler/s2dict/
 	@# Every micro-benchmark of make bench runs once, so that a broken one fails here.
 	@out=$$($(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./internal/... 2>&1) || { echo "$$out"; exit 1; }; \
 		echo "micro-benchmarks: each ran once"

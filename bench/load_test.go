@@ -64,9 +64,9 @@ func TestLoadShape(t *testing.T) {
 
 	perSpan := float64(wireBytes) / float64(spans)
 	t.Logf("%d requests, %.0f bytes per span on the wire", g.Requests(), perSpan)
-	// Issue 3 asks for ~340 bytes; realistic keys and values with a parent id
-	// come to ~377, the request of internal/tailsampler's micro-benchmark
-	// (DESIGN.md's measured facts) to ~393 with a trace id.
+	// The target is ~340 bytes; realistic keys and values with a parent id
+	// come to ~377, the request of internal/tailsampler's micro-benchmark to
+	// ~393 with a trace id.
 	assert.InDelta(t, 360, perSpan, 40, "bytes per span")
 
 	var errors, slow, split int

@@ -22,12 +22,13 @@ import (
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
-	"github.com/tracesift/tracesift/internal/ingest"
-	"github.com/tracesift/tracesift/internal/ingest/loki"
-	"github.com/tracesift/tracesift/internal/ingest/otlpraw"
-	"github.com/tracesift/tracesift/internal/query/queryext"
-	"github.com/tracesift/tracesift/internal/store/storeexporter"
-	"github.com/tracesift/tracesift/internal/store/storeext"
+	"github.com/tracesift/tracesift/internal/exporter/storeexporter"
+	"github.com/tracesift/tracesift/internal/extension/limitsextension"
+	"github.com/tracesift/tracesift/internal/extension/queryextension"
+	"github.com/tracesift/tracesift/internal/extension/storeextension"
+	"github.com/tracesift/tracesift/internal/processor/logsprocessor"
+	"github.com/tracesift/tracesift/internal/receiver/loki"
+	"github.com/tracesift/tracesift/internal/receiver/otlpraw"
 	"github.com/tracesift/tracesift/internal/tailsampler"
 )
 
@@ -44,13 +45,13 @@ func components() (otelcol.Factories, error) {
 		filelogreceiver.NewFactory(), loki.NewFactory()); err != nil {
 		return f, err
 	}
-	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](tailsampler.NewFactory(), ingest.NewLogsProcessorFactory()); err != nil {
+	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](tailsampler.NewFactory(), logsprocessor.NewFactory()); err != nil {
 		return f, err
 	}
 	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](storeexporter.NewFactory()); err != nil {
 		return f, err
 	}
-	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](storeext.NewFactory(), queryext.NewFactory(), ingest.NewLimitsExtensionFactory(),
+	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](storeextension.NewFactory(), queryextension.NewFactory(), limitsextension.NewFactory(),
 		healthcheckextension.NewFactory(), pprofextension.NewFactory()); err != nil {
 		return f, err
 	}

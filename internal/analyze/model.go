@@ -68,7 +68,7 @@ type Trace struct {
 }
 
 // Finding is what an analyzer says about a trace; the fields are the query
-// API's finding (DESIGN.md, "Contracts").
+// API's finding (README, "Query API").
 type Finding struct {
 	Kind    string   `json:"kind"`
 	SpanIDs []string `json:"spanIds"`

@@ -1,4 +1,5 @@
-// Package query is tracesift's HTTP query API (DESIGN.md, "Contracts"). The
+// Package query is tracesift's HTTP query API (docs/architecture.md,
+// "Contracts"). The
 // same handler is served by the collector in the all-in-one deployment
 // (extension tracesift_query) and by cmd/query against a ClickHouse server.
 package query

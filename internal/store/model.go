@@ -1,6 +1,6 @@
 package store
 
-// The types below are the query API's JSON (DESIGN.md, "Contracts"). Times in
+// The types below are the query API's JSON (README, "Query API"). Times in
 // Unix nanoseconds are JSON strings, as in OTLP/JSON, because they do not fit
 // a JavaScript number; durations are numbers.
 

@@ -16,7 +16,7 @@ import (
 
 	"go.opentelemetry.io/collector/processor/processortest"
 
-	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
+	"github.com/tracesift/tracesift/internal/otlpwire"
 )
 
 const (
@@ -24,7 +24,7 @@ const (
 	benchSpansPerTrace   = 10
 )
 
-// benchRequest is the shape of the measured OTLP traffic (see DESIGN.md):
+// benchRequest is the shape of the measured OTLP traffic:
 // 500 spans, 10 attributes each, here as 50 traces of 10 spans.
 func benchRequest() ptrace.Traces {
 	td := ptrace.NewTraces()
@@ -143,8 +143,8 @@ func BenchmarkConsumeRawTraces(b *testing.B) {
 	}
 	// Where each span's trace id sits in req, to give every request new ids
 	// in place.
-	var scanned otlpscan.Request
-	if err := otlpscan.Scan(req, &scanned); err != nil {
+	var scanned otlpwire.Request
+	if err := otlpwire.Scan(req, &scanned); err != nil {
 		b.Fatal(err)
 	}
 	idOffsets := make([]int, len(scanned.Spans))
@@ -202,10 +202,10 @@ func BenchmarkKeepReason(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var scanned otlpscan.Request
+			var scanned otlpwire.Request
 			for b.Loop() {
 				// Scanning is where the per-span rule work happens now.
-				if err := otlpscan.Scan(req, &scanned); err != nil {
+				if err := otlpwire.Scan(req, &scanned); err != nil {
 					b.Fatal(err)
 				}
 				c := newTraceChunk(id)

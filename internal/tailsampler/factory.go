@@ -42,7 +42,7 @@ func createTraces(_ context.Context, set processor.Settings, cfg component.Confi
 }
 
 // RawSampler is the sampler for a receiver that hands it the bytes of OTLP
-// requests (internal/ingest/otlpraw), so that spans are never decoded unless
+// requests (internal/receiver/otlpraw), so that spans are never decoded unless
 // kept.
 type RawSampler interface {
 	component.Component

@@ -11,7 +11,7 @@ import (
 	"github.com/klauspost/compress/s2"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/tracesift/tracesift/internal/s2dict"
+	"github.com/tracesift/tracesift/internal/tailsampler/s2dict"
 )
 
 // A buffered trace holds its spans as frames, never decoded until kept. The
@@ -22,7 +22,7 @@ import (
 // and, when they share one resource, one for the resource, compressed once
 // per request and repeated by each of its chunks (the resource is a third of
 // the bytes in the benchmark's load). Once a dictionary is trained,
-// internal/s2dict writes the blocks (S2's own encoder cleared a 64 KiB hash
+// s2dict writes the blocks (S2's own encoder cleared a 64 KiB hash
 // table for each); before, plain S2 does. A chunk on its own is
 // ~1.4 KB for this trace shape; the dictionary gives S2 the context a small
 // block lacks, so chunks shrink ~3× where plain S2 manages 1.4×
@@ -181,7 +181,7 @@ func decodeKept(parts []framesRef, sc *shardScratch) (ptrace.Traces, error) {
 	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(out)
 	if err != nil {
 		// Every span here passed Scan, which accepts exactly what pdata
-		// accepts, and was re-encoded by otlpscan.Encoder: a bug, not bad
+		// accepts, and was re-encoded by otlpwire.Encoder: a bug, not bad
 		// input.
 		return ptrace.Traces{}, fmt.Errorf("decoding kept spans: %w", err)
 	}

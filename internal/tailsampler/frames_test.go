@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/tracesift/tracesift/internal/s2dict"
+	"github.com/tracesift/tracesift/internal/tailsampler/s2dict"
 )
 
 // plainRequest is an encoded request of n spans with repetitive attributes,

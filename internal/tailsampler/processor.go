@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
-	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
+	"github.com/tracesift/tracesift/internal/otlpwire"
 )
 
 var (
@@ -29,8 +29,9 @@ var (
 	errStopped    = errors.New("tracesift_sampler: shut down, not accepting spans")
 )
 
-// rules are the keep-rule parameters shared read-only by all shards.
-type rules struct {
+// shardSettings are the parameters shared read-only by all shards: waits,
+// bounds and the keep rules.
+type shardSettings struct {
 	wait          time.Duration
 	maxWait       time.Duration
 	cacheSize     int // decisions remembered per shard
@@ -46,7 +47,7 @@ type sampler struct {
 	logger *zap.Logger
 	next   consumer.Traces
 	tel    *telemetry
-	rules  rules
+	rules  shardSettings
 	shards []*shard
 
 	// now is the clock of the shards; tests replace it before Start to drive
@@ -106,7 +107,7 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		logger: logger,
 		next:   next,
 		tel:    tel,
-		rules: rules{
+		rules: shardSettings{
 			wait:          cfg.DecisionWait,
 			maxWait:       cfg.MaxWait,
 			adaptive:      cfg.AdaptiveSlow,
@@ -246,14 +247,14 @@ func (p *sampler) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 // it groups the spans by trace id and hands each shard its traces in one
 // channel send, blocking while the shard's queue is full. req is not
 // retained. A malformed request returns an error wrapping
-// otlpscan.ErrMalformed and changes nothing. If ctx ends while blocked,
+// otlpwire.ErrMalformed and changes nothing. If ctx ends while blocked,
 // shards already served keep their part, so a retry by the caller delivers
 // those spans twice: a duplicate is preferred to holding the caller until
 // every queue has room.
 func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 	sc := p.scratch.Get().(*scratch)
 	defer p.putScratch(sc)
-	if err := otlpscan.Scan(req, &sc.req); err != nil {
+	if err := otlpwire.Scan(req, &sc.req); err != nil {
 		return consumererror.NewPermanent(fmt.Errorf("tracesift_sampler: %w", err))
 	}
 	// Held shared from the first frame allocated to the last handed over,
@@ -286,19 +287,19 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 // scratch is the per-call grouping state, pooled because a request has tens
 // of traces and the map would otherwise be rebuilt on every call.
 type scratch struct {
-	req       otlpscan.Request
+	req       otlpwire.Request
 	services  []string // per resource of req: its service.name
 	hosts     []uint32 // per resource of req: hostHash of its host
 	spanChunk []int32  // per span of req: its builder, -1 when invalid
 	index     map[pcommon.TraceID]int
 	builders  []chunkBuilder
 	counts    []int
-	sorted    []otlpscan.Span // the valid spans of req, grouped by chunk
+	sorted    []otlpwire.Span // the valid spans of req, grouped by chunk
 	plain     []byte          // every chunk encoded as a request of its own, one after the other
 	block     blockScratch    // space for one compressed frame
 	tails     []byte          // the compressed resource tails of this request's chunks
 	tailAt    []blockAt       // per resource of req: its tail's block in tails
-	enc       otlpscan.Encoder
+	enc       otlpwire.Encoder
 }
 
 // chunkBuilder accumulates the spans of one trace from one request.
@@ -309,7 +310,7 @@ type chunkBuilder struct {
 	// where its encoding ends in scratch.plain.
 	first, next, plainEnd int
 	// tail is the length of the encoding's last bytes that are resource
-	// tailRes's alone (otlpscan.Encoder.ResourceTail), 0 when none.
+	// tailRes's alone (otlpwire.Encoder.ResourceTail), 0 when none.
 	tail, tailRes int
 }
 
@@ -353,7 +354,7 @@ const maxPooledPlain = 16 << 20
 
 // group turns the valid spans of the scanned request into one chunk per
 // trace id: it gathers each trace's spans, encodes them as a request of their
-// own (otlpscan.Encoder: raw bytes copied, nothing decoded) and stores that
+// own (otlpwire.Encoder: raw bytes copied, nothing decoded) and stores that
 // as one frame, compressed with the current dictionary (see frames.go).
 func (p *sampler) group(sc *scratch) (received, invalid int) {
 	req := &sc.req

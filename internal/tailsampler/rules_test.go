@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
+	"github.com/tracesift/tracesift/internal/otlpwire"
 )
 
 // ruleSpan builds a span for the rule tables: attrs go on the span, events
@@ -43,7 +43,7 @@ func (rs ruleSpan) build(t testing.TB) ptrace.Span {
 }
 
 // addScanned folds spans into c the way every span goes: encoded, scanned
-// by otlpscan, then folded.
+// by otlpwire, then folded.
 func addScanned(t testing.TB, c *traceChunk, spans ...ptrace.Span) {
 	t.Helper()
 	td := ptrace.NewTraces()
@@ -56,8 +56,8 @@ func addScanned(t testing.TB, c *traceChunk, spans ...ptrace.Span) {
 	}
 	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 	require.NoError(t, err)
-	var r otlpscan.Request
-	require.NoError(t, otlpscan.Scan(req, &r))
+	var r otlpwire.Request
+	require.NoError(t, otlpwire.Scan(req, &r))
 	for i := range r.Spans {
 		c.addSpan(&r.Spans[i], "svc", 0)
 	}

@@ -10,7 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
 
-	"github.com/tracesift/tracesift/internal/ingest/otlpscan"
+	"github.com/tracesift/tracesift/internal/otlpwire"
 )
 
 // traceChunk is the part of one trace found in one request, with what the
@@ -44,7 +44,7 @@ func newTraceChunk(id pcommon.TraceID) traceChunk {
 // addSpan folds one scanned span of the given service into the chunk's
 // summary. Zero timestamps are ignored: a span without a start time would
 // otherwise make its trace decades long, hence "slow".
-func (c *traceChunk) addSpan(span *otlpscan.Span, service string, host uint32) {
+func (c *traceChunk) addSpan(span *otlpwire.Span, service string, host uint32) {
 	c.count++
 	c.hosts.add(host)
 	if span.Kind == kindClient || span.Kind == kindProducer {
@@ -56,7 +56,7 @@ func (c *traceChunk) addSpan(span *otlpscan.Span, service string, host uint32) {
 	if et := pcommon.Timestamp(span.End); et > c.maxEnd {
 		c.maxEnd = et
 	}
-	isErr := span.StatusCode == otlpscan.StatusError
+	isErr := span.StatusCode == otlpwire.StatusError
 	c.hasError = c.hasError || isErr
 	if span.Timeout {
 		c.hasTimeout = true

@@ -1,0 +1,102 @@
+// Package queryextension is the `tracesift_query` extension: the query API served
+// from the collector process, reading the store of a tracesift_store
+// extension (the all-in-one deployment, where chDB allows one process).
+package queryextension
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/extension/storeextension"
+	"github.com/tracesift/tracesift/internal/query"
+)
+
+// Type is the query extension's component type.
+var Type = component.MustNewType("tracesift_query")
+
+// Config configures the query API served from the collector process.
+type Config struct {
+	// ServerConfig is the HTTP server (endpoint, TLS, CORS, …) in the
+	// Collector's confighttp format. Default endpoint: localhost:16686.
+	ServerConfig confighttp.ServerConfig `mapstructure:",squash"`
+	// Store is the id of the tracesift_store extension to read from.
+	// Default: tracesift_store.
+	Store component.ID `mapstructure:"store"`
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.ServerConfig.NetAddr.Endpoint == "" {
+		return errors.New("`endpoint` must be set, e.g. localhost:16686")
+	}
+	return nil
+}
+
+func createDefaultConfig() component.Config {
+	sc := confighttp.NewDefaultServerConfig()
+	sc.NetAddr.Endpoint = "localhost:16686"
+	return &Config{ServerConfig: sc, Store: component.NewID(storeextension.Type)}
+}
+
+// NewFactory returns the query extension's factory.
+func NewFactory() extension.Factory {
+	return extension.NewFactory(Type, createDefaultConfig,
+		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
+			return &queryExtension{cfg: cfg.(*Config), set: set}, nil
+		},
+		component.StabilityLevelDevelopment)
+}
+
+type queryExtension struct {
+	cfg    *Config
+	set    extension.Settings
+	server *http.Server
+	wg     sync.WaitGroup
+}
+
+// Dependencies makes the Collector start the store extension first, whatever
+// the order of service::extensions.
+func (q *queryExtension) Dependencies() []component.ID { return []component.ID{q.cfg.Store} }
+
+func (q *queryExtension) Start(ctx context.Context, host component.Host) error {
+	p, err := storeextension.Find(host, q.cfg.Store)
+	if err != nil {
+		return fmt.Errorf("tracesift_query: %w", err)
+	}
+	ln, err := q.cfg.ServerConfig.ToListener(ctx)
+	if err != nil {
+		return fmt.Errorf("tracesift_query: listening on %s: %w", q.cfg.ServerConfig.NetAddr.Endpoint, err)
+	}
+	q.server, err = q.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), q.set.TelemetrySettings, query.NewHandler(p.Reader(), q.set.Logger))
+	if err != nil {
+		return errors.Join(fmt.Errorf("tracesift_query: %w", err), ln.Close())
+	}
+	q.set.Logger.Info("query API listening", zap.String("endpoint", ln.Addr().String()))
+	q.wg.Add(1)
+	go func() {
+		defer q.wg.Done()
+		if err := q.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) && !errors.Is(err, net.ErrClosed) {
+			componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(err))
+		}
+	}()
+	return nil
+}
+
+func (q *queryExtension) Shutdown(ctx context.Context) error {
+	if q.server == nil {
+		return nil
+	}
+	err := q.server.Shutdown(ctx)
+	q.wg.Wait()
+	return err
+}

@@ -1,0 +1,93 @@
+// Package storeextension is the `tracesift_store` extension: it owns the one
+// connection to the store (chDB allows one session per process) and hands a
+// writer and a reader to the components that name it, as storage extensions
+// do in the OpenTelemetry Collector.
+package storeextension
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// Config is the store's configuration.
+type Config struct {
+	// Database is the ClickHouse database holding tracesift's tables. It is
+	// created if missing. Default: tracesift.
+	Database string `mapstructure:"database"`
+	// Embedded configures the embedded engine (chDB), used when
+	// clickhouse.dsn is empty.
+	Embedded EmbeddedConfig `mapstructure:"embedded"`
+	// ClickHouse configures a ClickHouse server. When its dsn is set the
+	// server is used instead of the embedded engine.
+	ClickHouse ClickHouseConfig `mapstructure:"clickhouse"`
+	// LogWindow is how far before a trace's first span and after its last
+	// one the trace's logs are looked for. Default: 1h.
+	LogWindow time.Duration `mapstructure:"log_window"`
+	// MaxLogsPerTrace caps the logs returned with one trace. Default: 10000.
+	MaxLogsPerTrace int `mapstructure:"max_logs_per_trace"`
+	// Retention is how long data is kept, applied as table TTLs at every
+	// start.
+	Retention RetentionConfig `mapstructure:"retention"`
+}
+
+// RetentionConfig sets how long data is kept; 0 keeps it forever. Expired
+// data goes as ClickHouse merges parts; a whole day's partition is dropped
+// once all of it has expired.
+type RetentionConfig struct {
+	// Traces applies to kept traces (spans, trace index, findings, clock
+	// offsets). Default: 168h (7 days).
+	Traces time.Duration `mapstructure:"traces"`
+	// Logs applies to all logs. Default: 168h (7 days).
+	Logs time.Duration `mapstructure:"logs"`
+}
+
+// EmbeddedConfig configures chDB.
+type EmbeddedConfig struct {
+	// Path is the data directory. One process may use it at a time.
+	// Default: ./data.
+	Path string `mapstructure:"path"`
+}
+
+// ClickHouseConfig configures a ClickHouse server connection.
+type ClickHouseConfig struct {
+	// DSN is a clickhouse-go DSN, e.g. clickhouse://default:@clickhouse:9000.
+	// Default: empty (use the embedded engine).
+	DSN string `mapstructure:"dsn"`
+}
+
+func createDefaultConfig() *Config {
+	return &Config{
+		Database:        "tracesift",
+		Embedded:        EmbeddedConfig{Path: "./data"},
+		LogWindow:       time.Hour,
+		MaxLogsPerTrace: 10000,
+		Retention:       RetentionConfig{Traces: 7 * 24 * time.Hour, Logs: 7 * 24 * time.Hour},
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	var errs []error
+	if !store.ValidDatabaseName(c.Database) {
+		errs = append(errs, fmt.Errorf("`database` %q must be a plain identifier (letters, digits, _)", c.Database))
+	}
+	if c.ClickHouse.DSN == "" && c.Embedded.Path == "" {
+		errs = append(errs, errors.New("`embedded::path` must be set when `clickhouse::dsn` is empty"))
+	}
+	if c.LogWindow < 0 {
+		errs = append(errs, errors.New("`log_window` must not be negative"))
+	}
+	if c.Retention.Traces < 0 {
+		errs = append(errs, errors.New("`retention::traces` must not be negative (0 keeps traces forever)"))
+	}
+	if c.Retention.Logs < 0 {
+		errs = append(errs, errors.New("`retention::logs` must not be negative (0 keeps logs forever)"))
+	}
+	if c.MaxLogsPerTrace <= 0 {
+		errs = append(errs, errors.New("`max_logs_per_trace` must be positive"))
+	}
+	return errors.Join(errs...)
+}

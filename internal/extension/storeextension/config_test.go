@@ -1,0 +1,67 @@
+package storeextension
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+)
+
+func TestLoadConfig(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	tests := []struct {
+		id   component.ID
+		want *Config
+	}{
+		{component.NewID(Type), createDefaultConfig()},
+		{component.NewIDWithName(Type, "server"), &Config{
+			Database:        "traces_prod",
+			Embedded:        EmbeddedConfig{Path: "./data"},
+			ClickHouse:      ClickHouseConfig{DSN: "clickhouse://default:@localhost:9000"},
+			LogWindow:       15 * time.Minute,
+			MaxLogsPerTrace: 500,
+			Retention:       RetentionConfig{Traces: 72 * time.Hour, Logs: 0},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.id.String(), func(t *testing.T) {
+			cfg := NewFactory().CreateDefaultConfig()
+			sub, err := cm.Sub(tt.id.String())
+			require.NoError(t, err)
+			require.NoError(t, sub.Unmarshal(cfg))
+			require.NoError(t, confmap.Validate(cfg))
+			assert.Equal(t, tt.want, cfg)
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name    string
+		mutate  func(*Config)
+		wantErr string
+	}{
+		{"bad database", func(c *Config) { c.Database = "a-b; DROP" }, "`database`"},
+		{"no store at all", func(c *Config) { c.Embedded.Path = "" }, "`embedded::path`"},
+		{"negative window", func(c *Config) { c.LogWindow = -time.Second }, "`log_window`"},
+		{"zero logs", func(c *Config) { c.MaxLogsPerTrace = 0 }, "`max_logs_per_trace`"},
+		{"negative retention", func(c *Config) { c.Retention.Logs = -time.Hour }, "`retention::logs`"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig()
+			tt.mutate(cfg)
+			require.ErrorContains(t, cfg.Validate(), tt.wantErr)
+		})
+	}
+	server := createDefaultConfig()
+	server.Embedded.Path = ""
+	server.ClickHouse.DSN = "clickhouse://localhost:9000"
+	require.NoError(t, server.Validate(), "a server needs no data directory")
+}

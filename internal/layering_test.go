@@ -1,0 +1,138 @@
+package internal_test
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/tracesift/tracesift/"
+
+// allowedImports is, for each package of the module (by folder), the
+// module's packages its non-test files may import: imports point down the
+// data flow of docs/architecture.md. A new package needs an entry here.
+var allowedImports = map[string][]string{
+	"cmd/collector": {"internal/exporter/storeexporter", "internal/extension/limitsextension",
+		"internal/extension/queryextension", "internal/extension/storeextension", "internal/processor/logsprocessor",
+		"internal/receiver/loki", "internal/receiver/otlpraw", "internal/tailsampler"},
+	"cmd/query": {"internal/query", "internal/store", "internal/store/server"},
+	"bench":     {},
+
+	// Shared infrastructure: imports nothing of ours.
+	"internal/otlpwire": {},
+	"internal/httpbody": {},
+	"internal/traceid":  {},
+	"internal/testutil": {},
+
+	// Receivers hand on what they read: the OTLP one to the sampler.
+	"internal/receiver/otlpraw":          {"internal/otlpwire", "internal/httpbody", "internal/tailsampler"},
+	"internal/receiver/loki":             {"internal/httpbody", "internal/traceid"},
+	"internal/extension/limitsextension": {"internal/httpbody"},
+	"internal/processor/logsprocessor":   {"internal/traceid"},
+
+	// The sampler. It still writes findings and clock offsets to the store
+	// itself (internal/store), until they travel through the exporter as
+	// kept spans do.
+	"internal/tailsampler":        {"internal/otlpwire", "internal/tailsampler/s2dict", "internal/analyze", "internal/clockskew", "internal/store"},
+	"internal/tailsampler/s2dict": {},
+	"internal/analyze":            {},
+	"internal/clockskew":          {"internal/analyze"},
+
+	// The store and what writes to it or serves from it.
+	"internal/store":                    {},
+	"internal/store/embedded":           {"internal/store"},
+	"internal/store/server":             {"internal/store"},
+	"internal/extension/storeextension": {"internal/store", "internal/store/embedded", "internal/store/server"},
+	"internal/exporter/storeexporter":   {"internal/store", "internal/extension/storeextension"},
+	"internal/query":                    {"internal/analyze", "internal/clockskew", "internal/store"},
+	"internal/extension/queryextension": {"internal/query", "internal/extension/storeextension"},
+}
+
+// moduleImports walks the module from root and returns, for each folder
+// with non-test Go files, the module's packages they import.
+func moduleImports(t *testing.T, root string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	fset := token.NewFileSet()
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != root && (strings.HasPrefix(name, ".") || name == "node_modules" || name == "testdata") {
+				return filepath.SkipDir
+			}
+			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil && path != root {
+				return filepath.SkipDir // another module
+			}
+			return nil
+		}
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			return nil
+		}
+		rel, err := filepath.Rel(root, filepath.Dir(path))
+		if err != nil {
+			return err
+		}
+		rel = filepath.ToSlash(rel)
+		f, err := parser.ParseFile(fset, path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		if _, ok := out[rel]; !ok {
+			out[rel] = nil
+		}
+		for _, imp := range f.Imports {
+			p, err := strconv.Unquote(imp.Path.Value)
+			if err != nil {
+				return err
+			}
+			if dep, ok := strings.CutPrefix(p, module); ok && !slices.Contains(out[rel], dep) {
+				out[rel] = append(out[rel], dep)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func TestImportsPointDownTheFlow(t *testing.T) {
+	root, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("the module root is not at %s: %v", root, err)
+	}
+	imports := moduleImports(t, root)
+	if len(imports) < 20 {
+		t.Fatalf("found only %d packages under %s", len(imports), root)
+	}
+	for pkg, deps := range imports {
+		allowed, ok := allowedImports[pkg]
+		if !ok {
+			t.Errorf("package %s has no entry in allowedImports: add one, with the packages it may import (docs/architecture.md)", pkg)
+			continue
+		}
+		for _, dep := range deps {
+			if !slices.Contains(allowed, dep) {
+				t.Errorf("%s imports %s, which it may not (docs/architecture.md, \"Imports\")", pkg, dep)
+			}
+		}
+	}
+	for pkg := range allowedImports {
+		if _, ok := imports[pkg]; !ok {
+			t.Errorf("allowedImports names %s, which is not a package", pkg)
+		}
+	}
+}

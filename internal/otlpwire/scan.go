@@ -1,0 +1,563 @@
+package otlpwire
+
+// Span is what routing and the keep rules need from one span, plus the raw
+// bytes to keep. The byte slices alias the scanned request: they are valid as
+// long as the request's bytes are, and a sampler that holds a span beyond
+// that copies Raw (and Name, if it needs it) first.
+type Span struct {
+	// TraceID, SpanID and ParentSpanID are zero when absent or empty.
+	TraceID      [16]byte
+	SpanID       [8]byte
+	ParentSpanID [8]byte
+	// Name is the span name.
+	Name []byte
+	// Start and End are the start and end times, unix nanoseconds.
+	Start, End uint64
+	// Kind is the OTLP SpanKind: 0 unspecified, 1 internal, 2 server,
+	// 3 client, 4 producer, 5 consumer.
+	Kind int32
+	// StatusCode is the OTLP status code: 0 unset, 1 ok, 2 error.
+	StatusCode int32
+	// Timeout reports that the span names a timeout: HTTP 504 or 408 in
+	// http.response.status_code or http.status_code (int, string or double);
+	// rpc.grpc.status_code 4 (int) or "4" / "DEADLINE_EXCEEDED" (string); an
+	// error.type or exception.type string, on the span or on an "exception"
+	// event, or a status message, that contains "timeout", "timedout",
+	// "timed out" or "deadline", ASCII case-insensitively. It is the timeout
+	// rule of internal/tailsampler, which needs every attribute and event of
+	// every span, and so is decided here in the one pass over the bytes.
+	Timeout bool
+	// Raw is the encoded Span message, without its tag and length.
+	Raw []byte
+	// Resource and Scope index Request.Resources and Request.Scopes.
+	Resource, Scope int
+}
+
+// StatusCode values of Span.StatusCode.
+const (
+	StatusUnset int32 = 0
+	StatusOK    int32 = 1
+	StatusError int32 = 2
+)
+
+// Valid reports whether the span has a non-zero trace id and span id. OTLP
+// calls spans without them invalid; Scan still returns them, so that the
+// caller decides, counts and logs the drop rather than losing it silently.
+func (s *Span) Valid() bool {
+	return s.TraceID != [16]byte{} && s.SpanID != [8]byte{}
+}
+
+// Resource is one ResourceSpans' resource.
+type Resource struct {
+	// Raw is the encoded Resource message; empty when the ResourceSpans has
+	// none. A ResourceSpans that repeats the field (protobuf merges the
+	// occurrences) gets them concatenated, which is the same message.
+	Raw []byte
+	// ServiceName is the first service.name attribute rendered as pdata's
+	// Value.AsString would (the tailsampler and the store key services by
+	// that); empty when absent, and also when the value is an array or a
+	// map, which pdata renders as JSON.
+	ServiceName []byte
+	// HostName names the host as the store does: the first host.name
+	// attribute, else host.id, else k8s.pod.name, rendered like ServiceName
+	// (an array or map value does not count); empty when none is set.
+	HostName []byte
+	// SchemaURL is the ResourceSpans' schema_url.
+	SchemaURL []byte
+}
+
+// Scope is one ScopeSpans' instrumentation scope.
+type Scope struct {
+	// Raw is the encoded InstrumentationScope message; empty when absent.
+	Raw []byte
+	// SchemaURL is the ScopeSpans' schema_url.
+	SchemaURL []byte
+	// Resource indexes Request.Resources: the resource the scope belongs to.
+	Resource int
+}
+
+// Request is a scanned ExportTraceServiceRequest: one Resource per
+// ResourceSpans, one Scope per ScopeSpans and one Span per span, in request
+// order. Reuse one (from a sync.Pool, say) so that scanning allocates nothing
+// once its slices have grown to the size of the requests seen.
+type Request struct {
+	Resources []Resource
+	Scopes    []Scope
+	Spans     []Span
+
+	// scratch holds the rare values that cannot alias the request: merged
+	// repeated messages, non-string service names. Slices of it stay valid
+	// when it grows, since each points into the array it was written to.
+	scratch []byte
+}
+
+// Reset empties r and drops its references to the last request's bytes, so
+// that a pooled Request does not keep a large request alive.
+func (r *Request) Reset() {
+	clear(r.Resources)
+	clear(r.Scopes)
+	clear(r.Spans)
+	r.Resources, r.Scopes, r.Spans, r.scratch = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0]
+}
+
+// Scan parses req, the bytes of an OTLP ExportTraceServiceRequest, into r,
+// replacing what r held. It accepts exactly what pdata's unmarshaler
+// accepts; on malformed input it returns an *Error (wrapping ErrMalformed)
+// that names the message, field and byte offset, and r's contents are
+// unspecified. Spans from the deprecated field 1000 of ResourceSpans
+// (instrumentation_library_spans) are read when the ResourceSpans has no
+// scope_spans, as the Collector's receiver does.
+func Scan(req []byte, r *Request) error {
+	r.Resources, r.Scopes, r.Spans, r.scratch = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0]
+	if err := r.scanRequest(req); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (r *Request) scanRequest(b []byte) *Error {
+	n := 0
+	for i := 0; i < len(b); {
+		at := i
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			return faultErr(at, requestDesc.name(fl.num), f)
+		}
+		if err := requestDesc.check(fl.num, fl.wt, at); err != nil {
+			return err
+		}
+		i = next
+		if fl.num == 1 {
+			if err := r.scanResourceSpans(b[fl.s:fl.e], fl.s); err != nil {
+				return err.in("resource_spans", n)
+			}
+			n++
+		}
+	}
+	return nil
+}
+
+// Field numbers of ResourceSpans.
+const (
+	fieldScopeSpans           = 2
+	fieldDeprecatedScopeSpans = 1000 // instrumentation_library_spans, still read by pdata
+)
+
+// hasField reports whether message b has field num at its top level. It
+// stops quietly at malformed data: the full pass reports that.
+func hasField(b []byte, num int32) bool {
+	for i := 0; i < len(b); {
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			return false
+		}
+		if fl.num == num {
+			return true
+		}
+		i = next
+	}
+	return false
+}
+
+func (r *Request) scanResourceSpans(b []byte, base int) *Error {
+	ri := len(r.Resources)
+	r.Resources = append(r.Resources, Resource{})
+	// pdata's migration uses the deprecated scope spans only when there are
+	// no current ones, wherever they sit in the message, hence a first look.
+	hasScopeSpans := hasField(b, fieldScopeSpans)
+	var nRes, nScope, nDeprecated int
+	var st resourceState
+	for i := 0; i < len(b); {
+		at := i
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			name := resourceSpansDesc.name(fl.num)
+			if fl.num == fieldDeprecatedScopeSpans {
+				name = "deprecated_scope_spans"
+			}
+			return faultErr(base+at, name, f)
+		}
+		if err := resourceSpansDesc.check(fl.num, fl.wt, base+at); err != nil {
+			return err
+		}
+		i = next
+		switch fl.num {
+		case 1:
+			raw := b[fl.s:fl.e]
+			res := &r.Resources[ri]
+			if nRes == 0 {
+				res.Raw = raw
+			} else {
+				res.Raw = r.concat(res.Raw, raw)
+			}
+			nRes++
+			if err := r.scanResource(raw, base+fl.s, ri, &st); err != nil {
+				return err.in("resource", -1)
+			}
+		case fieldScopeSpans, fieldDeprecatedScopeSpans:
+			name, idx := "scope_spans", &nScope
+			if fl.num == fieldDeprecatedScopeSpans {
+				name, idx = "deprecated_scope_spans", &nDeprecated
+				if fl.wt != wtLen {
+					return wireTypeErr(base+at, name, fl.wt, wtLen)
+				}
+			}
+			nScopes, nSpans := len(r.Scopes), len(r.Spans)
+			if err := r.scanScopeSpans(b[fl.s:fl.e], base+fl.s, ri); err != nil {
+				return err.in(name, *idx)
+			}
+			if keep := (fl.num == fieldScopeSpans) == hasScopeSpans; !keep {
+				// Validated, as pdata parses it, but superseded.
+				r.Scopes, r.Spans = r.Scopes[:nScopes], r.Spans[:nSpans]
+			}
+			*idx++
+		case 3:
+			r.Resources[ri].SchemaURL = b[fl.s:fl.e]
+		}
+	}
+	return nil
+}
+
+// concat returns a followed by b in r.scratch: protobuf merges repeated
+// occurrences of a singular message field, and concatenating their bytes
+// encodes that merge.
+func (r *Request) concat(a, b []byte) []byte {
+	start := len(r.scratch)
+	r.scratch = append(r.scratch, a...)
+	r.scratch = append(r.scratch, b...)
+	return r.scratch[start:len(r.scratch):len(r.scratch)]
+}
+
+// resourceState is what scanResource has found so far in a ResourceSpans
+// (whose resource field may repeat).
+type resourceState struct {
+	foundService bool
+	hostRank     int     // rank (hostKeyRank) of the attribute HostName came from; 0: none yet
+	hostSeen     [4]bool // by rank: only the first attribute of a key counts, as with pdata's Map.Get
+}
+
+// hostKeyRank ranks the attributes that name a host, best first.
+func hostKeyRank(key []byte) int {
+	switch string(key) {
+	case "host.name":
+		return 3
+	case "host.id":
+		return 2
+	case "k8s.pod.name":
+		return 1
+	}
+	return 0
+}
+
+func (r *Request) scanResource(b []byte, base, ri int, st *resourceState) *Error {
+	var nAttr, nRefs int
+	for i := 0; i < len(b); {
+		at := i
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			return faultErr(base+at, resourceDesc.name(fl.num), f)
+		}
+		if err := resourceDesc.check(fl.num, fl.wt, base+at); err != nil {
+			return err
+		}
+		i = next
+		switch fl.num {
+		case 1:
+			var kv keyValue
+			if err := parseKeyValue(b[fl.s:fl.e], base+fl.s, 0, &kv); err != nil {
+				return err.in("attributes", nAttr)
+			}
+			if !st.foundService && string(kv.key) == serviceNameKey {
+				st.foundService = true
+				r.Resources[ri].ServiceName = r.asString(&kv.val)
+			} else if rank := hostKeyRank(kv.key); rank > 0 && !st.hostSeen[rank] {
+				st.hostSeen[rank] = true
+				// Like the store, an empty value does not name the host.
+				if v := r.asString(&kv.val); len(v) > 0 && rank > st.hostRank {
+					st.hostRank = rank
+					r.Resources[ri].HostName = v
+				}
+			}
+			nAttr++
+		case 3:
+			if err := validate(b[fl.s:fl.e], base+fl.s, entityRefDesc); err != nil {
+				return err.in("entity_refs", nRefs)
+			}
+			nRefs++
+		}
+	}
+	return nil
+}
+
+// asString renders v as pdata's Value.AsString would, nil when that would be
+// JSON (arrays, maps).
+func (r *Request) asString(v *anyValue) []byte {
+	if v.typ == valStr {
+		return v.raw
+	}
+	start := len(r.scratch)
+	var ok bool
+	r.scratch, ok = appendAsString(r.scratch, v)
+	if !ok {
+		r.scratch = r.scratch[:start]
+		return nil
+	}
+	return r.scratch[start:len(r.scratch):len(r.scratch)]
+}
+
+// validate checks the wire types of a message none of whose fields is a
+// message (EntityRef).
+func validate(b []byte, base int, desc *msgDesc) *Error {
+	for i := 0; i < len(b); {
+		at := i
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			return faultErr(base+at, desc.name(fl.num), f)
+		}
+		if err := desc.check(fl.num, fl.wt, base+at); err != nil {
+			return err
+		}
+		i = next
+	}
+	return nil
+}
+
+func (r *Request) scanScopeSpans(b []byte, base, ri int) *Error {
+	si := len(r.Scopes)
+	r.Scopes = append(r.Scopes, Scope{Resource: ri})
+	var nScope, nSpans int
+	for i := 0; i < len(b); {
+		at := i
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			return faultErr(base+at, scopeSpansDesc.name(fl.num), f)
+		}
+		if err := scopeSpansDesc.check(fl.num, fl.wt, base+at); err != nil {
+			return err
+		}
+		i = next
+		switch fl.num {
+		case 1:
+			raw := b[fl.s:fl.e]
+			sc := &r.Scopes[si]
+			if nScope == 0 {
+				sc.Raw = raw
+			} else {
+				sc.Raw = r.concat(sc.Raw, raw)
+			}
+			nScope++
+			if err := scanScope(raw, base+fl.s); err != nil {
+				return err.in("scope", -1)
+			}
+		case 2:
+			raw := b[fl.s:fl.e]
+			r.Spans = append(r.Spans, Span{Raw: raw, Resource: ri, Scope: si})
+			if err := scanSpan(raw, base+fl.s, &r.Spans[len(r.Spans)-1]); err != nil {
+				return err.in("spans", nSpans)
+			}
+			nSpans++
+		case 3:
+			r.Scopes[si].SchemaURL = b[fl.s:fl.e]
+		}
+	}
+	return nil
+}
+
+// scanScope validates an InstrumentationScope.
+func scanScope(b []byte, base int) *Error {
+	nAttr := 0
+	for i := 0; i < len(b); {
+		at := i
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			return faultErr(base+at, scopeDesc.name(fl.num), f)
+		}
+		if err := scopeDesc.check(fl.num, fl.wt, base+at); err != nil {
+			return err
+		}
+		i = next
+		if fl.num == 3 {
+			var kv keyValue
+			if err := parseKeyValue(b[fl.s:fl.e], base+fl.s, 0, &kv); err != nil {
+				return err.in("attributes", nAttr)
+			}
+			nAttr++
+		}
+	}
+	return nil
+}
+
+// scanSpan reads one Span message into sp (which holds Raw, Resource and
+// Scope already). It is the hot loop: one pass, no allocation.
+func scanSpan(b []byte, base int, sp *Span) *Error {
+	var (
+		statusMsg          []byte
+		timeout            bool
+		nAttr, nEv, nLinks int
+	)
+	for i := 0; i < len(b); {
+		at := i
+		var fl field
+		// Most span fields are short length-delimited ones (attributes,
+		// ids, name): read those here rather than in a call.
+		if c := b[i]; c&7 == byte(wtLen) && c >= 8 && c < 0x80 && len(b)-i >= 2 && b[i+1] < 0x80 && i+2+int(b[i+1]) <= len(b) {
+			fl = field{num: int32(c >> 3), wt: wtLen, s: i + 2, e: i + 2 + int(b[i+1])}
+			i = fl.e
+		} else {
+			var f fault
+			if fl, i, f = readField(b, i); f != faultNone {
+				return faultErr(base+at, spanDesc.name(fl.num), f)
+			}
+		}
+		if spanDesc.bad(fl.num, fl.wt) {
+			return spanDesc.check(fl.num, fl.wt, base+at)
+		}
+		switch fl.num {
+		case 1:
+			switch fl.e - fl.s {
+			case 16:
+				sp.TraceID = [16]byte(b[fl.s:fl.e])
+			case 0:
+				sp.TraceID = [16]byte{}
+			default:
+				return idLenErr(base+at, "trace_id", fl.e-fl.s, 16)
+			}
+		case 2, 4:
+			id := &sp.SpanID
+			if fl.num == 4 {
+				id = &sp.ParentSpanID
+			}
+			switch fl.e - fl.s {
+			case 8:
+				*id = [8]byte(b[fl.s:fl.e])
+			case 0:
+				*id = [8]byte{}
+			default:
+				return idLenErr(base+at, spanDesc.names[fl.num], fl.e-fl.s, 8)
+			}
+		case 5:
+			sp.Name = b[fl.s:fl.e]
+		case 6:
+			sp.Kind = int32(fl.v)
+		case 7:
+			sp.Start = fl.v
+		case 8:
+			sp.End = fl.v
+		case 9:
+			var kv keyValue
+			if err := parseKeyValue(b[fl.s:fl.e], base+fl.s, 0, &kv); err != nil {
+				return err.in("attributes", nAttr)
+			}
+			timeout = timeout || timeoutAttr(&kv, true)
+			nAttr++
+		case 11:
+			t, err := scanEvent(b[fl.s:fl.e], base+fl.s)
+			if err != nil {
+				return err.in("events", nEv)
+			}
+			timeout = timeout || t
+			nEv++
+		case 13:
+			if err := scanLink(b[fl.s:fl.e], base+fl.s); err != nil {
+				return err.in("links", nLinks)
+			}
+			nLinks++
+		case 15:
+			// A repeated status merges into the one before, as in pdata.
+			if err := scanStatus(b[fl.s:fl.e], base+fl.s, sp, &statusMsg); err != nil {
+				return err.in("status", -1)
+			}
+		}
+	}
+	sp.Timeout = timeout || namesTimeout(statusMsg)
+	return nil
+}
+
+func scanStatus(b []byte, base int, sp *Span, msg *[]byte) *Error {
+	for i := 0; i < len(b); {
+		at := i
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			return faultErr(base+at, statusDesc.name(fl.num), f)
+		}
+		if err := statusDesc.check(fl.num, fl.wt, base+at); err != nil {
+			return err
+		}
+		i = next
+		switch fl.num {
+		case 2:
+			*msg = b[fl.s:fl.e]
+		case 3:
+			sp.StatusCode = int32(fl.v)
+		}
+	}
+	return nil
+}
+
+// scanEvent validates an Event and reports whether it is an "exception"
+// event whose error.type or exception.type names a timeout.
+func scanEvent(b []byte, base int) (bool, *Error) {
+	var (
+		name    []byte
+		timeout bool
+		nAttr   int
+	)
+	for i := 0; i < len(b); {
+		at := i
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			return false, faultErr(base+at, eventDesc.name(fl.num), f)
+		}
+		if err := eventDesc.check(fl.num, fl.wt, base+at); err != nil {
+			return false, err
+		}
+		i = next
+		switch fl.num {
+		case 2:
+			name = b[fl.s:fl.e]
+		case 3:
+			var kv keyValue
+			if err := parseKeyValue(b[fl.s:fl.e], base+fl.s, 0, &kv); err != nil {
+				return false, err.in("attributes", nAttr)
+			}
+			timeout = timeout || timeoutAttr(&kv, false)
+			nAttr++
+		}
+	}
+	// The name may come after the attributes, so it is checked last.
+	return timeout && string(name) == exceptionEventName, nil
+}
+
+// scanLink validates a Link: nothing in it matters to the rules, but its ids
+// must have the sizes pdata requires.
+func scanLink(b []byte, base int) *Error {
+	nAttr := 0
+	for i := 0; i < len(b); {
+		at := i
+		fl, next, f := readField(b, i)
+		if f != faultNone {
+			return faultErr(base+at, linkDesc.name(fl.num), f)
+		}
+		if err := linkDesc.check(fl.num, fl.wt, base+at); err != nil {
+			return err
+		}
+		i = next
+		switch fl.num {
+		case 1, 2:
+			want := 16
+			if fl.num == 2 {
+				want = 8
+			}
+			if n := fl.e - fl.s; n != 0 && n != want {
+				return idLenErr(base+at, linkDesc.names[fl.num], n, want)
+			}
+		case 4:
+			var kv keyValue
+			if err := parseKeyValue(b[fl.s:fl.e], base+fl.s, 0, &kv); err != nil {
+				return err.in("attributes", nAttr)
+			}
+			nAttr++
+		}
+	}
+	return nil
+}
