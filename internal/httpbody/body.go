@@ -51,6 +51,15 @@ func (p *Pool) Put(buf *bytes.Buffer) {
 	p.pool.Put(buf)
 }
 
+// TooLargeMessage is the 413 answer's text: what (e.g. "the body") is over
+// limit bytes, set by setBy (the configuration key and component), and what
+// the client can do about it.
+func TooLargeMessage(what string, limit int64, setBy string) string {
+	return "request too large: " + what + " is over the limit of " + strconv.FormatInt(limit, 10) + " bytes (" +
+		FormatBytes(limit) + "), set by " + setBy + "; send smaller batches (lower the exporter's batch size) " +
+		"or raise the limit"
+}
+
 // FormatBytes renders a size limit for operators: "16 MiB", "512 KiB",
 // "1.5 MiB", "100 B".
 func FormatBytes(n int64) string {

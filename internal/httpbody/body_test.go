@@ -13,3 +13,9 @@ func TestFormatBytes(t *testing.T) {
 		assert.Equal(t, want, FormatBytes(n))
 	}
 }
+
+func TestTooLargeMessage(t *testing.T) {
+	assert.Equal(t, "request too large: the body is over the limit of 4096 bytes (4 KiB), set by `max_request_body_size` "+
+		"of receiver x; send smaller batches (lower the exporter's batch size) or raise the limit",
+		TooLargeMessage("the body", 4096, "`max_request_body_size` of receiver x"))
+}

@@ -289,8 +289,7 @@ func (e *limitsExtension) reject(w http.ResponseWriter, r *http.Request, reason 
 	} else {
 		who = "`max_request_body_size` of the tracesift_limits extension"
 	}
-	msg := fmt.Sprintf("request body too large: the limit is %d bytes (%s), set by %s; "+
-		"send smaller batches (lower the exporter's batch size) or raise the limit", limit, httpbody.FormatBytes(limit), who)
+	msg := httpbody.TooLargeMessage("the body", limit, who)
 
 	e.tooLarge.Add(r.Context(), 1, e.byReason[reason])
 	if e.warned.CompareAndSwap(false, true) {

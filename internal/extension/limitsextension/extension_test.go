@@ -139,7 +139,7 @@ func TestLimitsContentLengthRejectedUnread(t *testing.T) {
 	resp, got := do(t, srv, "text/plain", strings.NewReader(strings.Repeat("x", 101)))
 	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 	assert.Zero(t, called.Load(), "inner handler must not run")
-	assert.Contains(t, got, "limit is 100 bytes")
+	assert.Contains(t, got, "limit of 100 bytes")
 	assert.Contains(t, got, "`max_request_body_size` of the tracesift_limits extension")
 	assert.True(t, resp.Close, "connection should close rather than drain an unread body")
 
@@ -157,7 +157,7 @@ func TestLimitsChunkedOverReceiverLimit(t *testing.T) {
 	resp, got := do(t, srv, "text/plain", chunked{strings.NewReader(strings.Repeat("x", 5000))})
 	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, got)
 	assert.Equal(t, int32(1), called.Load())
-	assert.Contains(t, got, "limit is 1000 bytes")
+	assert.Contains(t, got, "limit of 1000 bytes")
 	assert.Contains(t, got, "the receiver's `max_request_body_size`")
 	assert.NotContains(t, got, "receiver says", "the 400 body must not leak into the 413")
 	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "tracesift_http_requests_too_large",
@@ -171,7 +171,7 @@ func TestLimitsChunkedOverOwnLimit(t *testing.T) {
 
 	resp, got := do(t, srv, "text/plain", chunked{strings.NewReader(strings.Repeat("x", 5000))})
 	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, got)
-	assert.Contains(t, got, "limit is 2048 bytes (2 KiB)")
+	assert.Contains(t, got, "limit of 2048 bytes (2 KiB)")
 	assert.Contains(t, got, "tracesift_limits")
 	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "tracesift_http_requests_too_large",
 		attribute.String("reason", "body_read")))
@@ -298,13 +298,13 @@ func TestLimitsWithOTLPReceiver(t *testing.T) {
 		want    string
 	}{
 		{"content-length over own limit", func() io.Reader { return bytes.NewReader(logsOfSize(ownLimit)) }, false,
-			"limit is 8192 bytes (8 KiB), set by `max_request_body_size` of the tracesift_limits"},
+			"limit of 8192 bytes (8 KiB), set by `max_request_body_size` of the tracesift_limits"},
 		{"content-length over receiver limit", func() io.Reader { return bytes.NewReader(logsOfSize(receiverLimit)) }, false,
-			"limit is 4096 bytes (4 KiB), set by the receiver's"},
+			"limit of 4096 bytes (4 KiB), set by the receiver's"},
 		{"chunked over receiver limit", func() io.Reader { return chunked{bytes.NewReader(logsOfSize(receiverLimit))} }, false,
-			"limit is 4096 bytes"},
+			"limit of 4096 bytes"},
 		{"gzip bomb", func() io.Reader { return bytes.NewReader(gz(logsOfSize(64 << 10))) }, true,
-			"limit is 4096 bytes"},
+			"limit of 4096 bytes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -368,8 +368,7 @@ func (r *lokiReceiver) tooLarge(w http.ResponseWriter, req *http.Request, ep end
 	if limit != r.maxBodySize {
 		who = fmt.Sprintf("a middleware of receiver %s (`middlewares`)", r.set.ID)
 	}
-	msg := fmt.Sprintf("request too large: %s is over the limit of %d bytes (%s), set by %s; send smaller batches "+
-		"or raise the limit", what, limit, httpbody.FormatBytes(limit), who)
+	msg := httpbody.TooLargeMessage(what, limit, who)
 	if req.ProtoMajor == 1 {
 		// The rest of the body may still be on the wire: closing is
 		// cheaper than draining it.

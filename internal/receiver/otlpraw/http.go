@@ -199,8 +199,7 @@ func (r *otlpRaw) tooLarge(w http.ResponseWriter, req *http.Request, sig signal,
 		// A lower limit of an HTTP middleware (tracesift_limits) fired first.
 		who = fmt.Sprintf("a middleware of receiver %s (`protocols::http::middlewares`)", r.set.ID)
 	}
-	msg := fmt.Sprintf("request body too large: the limit is %d bytes (%s), set by %s; send smaller batches "+
-		"(lower the exporter's batch size) or raise the limit", limit, httpbody.FormatBytes(limit), who)
+	msg := httpbody.TooLargeMessage("the body", limit, who)
 	r.reject(req.Context(), rejectTooLarge, sig, msg, req)
 	if req.ProtoMajor == 1 {
 		// The rest of the body may still be on the wire: closing is

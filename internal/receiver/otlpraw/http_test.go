@@ -183,12 +183,12 @@ func TestHTTPTooLarge(t *testing.T) {
 		req.Header.Set("Content-Type", jsonContentType)
 		resp, body := e.do(t, req)
 		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", body)
-		assert.Contains(t, decodeStatus(t, resp, body).GetMessage(), "request body too large")
+		assert.Contains(t, decodeStatus(t, resp, body).GetMessage(), "request too large: the body is over the limit")
 	})
 	t.Run("gzip expands past the limit", func(t *testing.T) {
 		resp, body := e.post(t, "/v1/traces", pbContentType, "gzip", zipped)
 		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", body)
-		assert.Contains(t, decodeStatus(t, resp, body).GetMessage(), "request body too large")
+		assert.Contains(t, decodeStatus(t, resp, body).GetMessage(), "request too large: the body is over the limit")
 	})
 	t.Run("logs", func(t *testing.T) {
 		resp, body := e.post(t, "/v1/logs", pbContentType, "", big)
