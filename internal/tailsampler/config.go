@@ -79,18 +79,17 @@ type Config struct {
 	// retried after a pause of 1 min doubling to 10 min. Default true.
 	BufferCompression bool `mapstructure:"buffer_compression"`
 
-	// GoMemoryLimit is the Go runtime's soft memory limit this sampler sets
-	// when it starts. The buffer itself lives outside the Go heap and is not
+	// GoMemoryLimit is the Go runtime's soft memory limit this sampler holds
+	// while it runs. The buffer itself lives outside the Go heap and is not
 	// counted; the heap is the working set (requests being scanned, kept
 	// traces decoded, analyzed and queued for the store), and without a limit
 	// the runtime lets garbage grow to the size of what is live before
 	// collecting. 0 (the default) means 5/8 of max_buffered_bytes (320 MiB
-	// by default): at saturation in make bench-compare it took 150–200 MB off
-	// the peak RSS against three times max_buffered_bytes (the default
-	// before), with no measurable cost in spans per CPU-second there or at
-	// 150 000 spans/s. A soft limit never refuses memory: past it the
-	// collector collects more often (the runtime caps that at half the CPU).
-	// -1 leaves the runtime alone. GOMEMLIMIT, when set, wins.
+	// by default). Several samplers in one process add theirs up, a higher
+	// limit set before stays, and the limit before comes back when the last
+	// sampler stops. A soft limit never refuses memory: past it the collector
+	// collects more often (the runtime caps that at half the CPU). -1 leaves
+	// the runtime alone. GOMEMLIMIT, when set, wins.
 	GoMemoryLimit int64 `mapstructure:"go_memory_limit"`
 
 	// MaxTraceBytes caps the accounted memory of one buffered trace; a trace

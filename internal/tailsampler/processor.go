@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"os"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -172,19 +169,12 @@ func (p *sampler) Start(_ context.Context, host component.Host) error {
 	return nil
 }
 
-// setMemoryLimit applies go_memory_limit unless GOMEMLIMIT is set or a
-// limit at least as high is already in force (two samplers in one process).
+// setMemoryLimit applies go_memory_limit (memlimit.go) until Shutdown.
 func (p *sampler) setMemoryLimit() {
-	limit := p.memoryLimit
-	if limit <= 0 || os.Getenv("GOMEMLIMIT") != "" {
-		return
+	if limit := memoryLimits.hold(p, p.memoryLimit); limit > 0 {
+		p.logger.Info("Go soft memory limit set from the samplers' bounds (go_memory_limit; GOMEMLIMIT overrides it)",
+			zap.Int64("bytes", limit))
 	}
-	if current := debug.SetMemoryLimit(-1); current != math.MaxInt64 && current >= limit {
-		return
-	}
-	debug.SetMemoryLimit(limit)
-	p.logger.Info("Go soft memory limit set from the sampler's bound (go_memory_limit; GOMEMLIMIT overrides it)",
-		zap.Int64("bytes", limit))
 }
 
 // Shutdown stops accepting spans, lets every shard drain its queue, decides
@@ -219,6 +209,7 @@ func (p *sampler) Shutdown(ctx context.Context) error {
 		if p.memMetrics != nil {
 			_ = p.memMetrics.Unregister()
 		}
+		memoryLimits.release(p)
 		close(done)
 	}()
 	defer p.cancelRun()
