@@ -22,30 +22,46 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return
+		}
 		fmt.Fprintln(os.Stderr, "tracesift-query:", err)
+		stop()
 		os.Exit(1)
 	}
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
+// run serves the API until ctx ends, configured by args and, where they are
+// silent, by the environment (getenv).
+func run(ctx context.Context, args []string, getenv func(string) string) error {
+	envOr := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
 	}
-	return def
-}
-
-func run() error {
-	listen := flag.String("listen", envOr("TRACESIFT_QUERY_ENDPOINT", "localhost:16686"), "address of the query API (env TRACESIFT_QUERY_ENDPOINT)")
-	dsn := flag.String("dsn", os.Getenv("TRACESIFT_CLICKHOUSE_DSN"), "ClickHouse server DSN, e.g. clickhouse://default:@localhost:9000 (env TRACESIFT_CLICKHOUSE_DSN)")
-	db := flag.String("database", envOr("TRACESIFT_DATABASE", "tracesift"), "database holding tracesift's tables (env TRACESIFT_DATABASE)")
-	logWindow := flag.Duration("log-window", time.Hour, "how far around a trace its logs are looked for")
-	flag.Parse()
+	flags := flag.NewFlagSet("tracesift-query", flag.ContinueOnError)
+	listen := flags.String("listen", envOr("TRACESIFT_QUERY_ENDPOINT", "localhost:16686"), "address of the query API (env TRACESIFT_QUERY_ENDPOINT)")
+	dsn := flags.String("dsn", getenv("TRACESIFT_CLICKHOUSE_DSN"), "ClickHouse server DSN, e.g. clickhouse://default:@localhost:9000 (env TRACESIFT_CLICKHOUSE_DSN)")
+	db := flags.String("database", envOr("TRACESIFT_DATABASE", "tracesift"), "database holding tracesift's tables (env TRACESIFT_DATABASE)")
+	logWindow := flags.Duration("log-window", time.Hour, "how far around a trace its logs are looked for")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	if flags.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q: every setting is a flag (-help lists them)", flags.Args())
+	}
 	if *dsn == "" {
 		return errors.New("-dsn (or TRACESIFT_CLICKHOUSE_DSN) is required: this binary reads from a ClickHouse server; the all-in-one collector serves the API for the embedded store")
 	}
 	if !store.ValidDatabaseName(*db) {
 		return fmt.Errorf("-database %q must be a plain identifier", *db)
+	}
+	if *logWindow <= 0 {
+		return fmt.Errorf("-log-window must be positive, got %s", *logWindow)
 	}
 	logger, err := zap.NewProduction()
 	if err != nil {
@@ -53,8 +69,6 @@ func run() error {
 	}
 	defer func() { _ = logger.Sync() }()
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	conn, err := server.Open(ctx, *dsn)
 	if err != nil {
 		return err

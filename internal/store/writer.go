@@ -47,7 +47,8 @@ func (w *Writer) notBefore(keep time.Duration) uint64 {
 	return uint64(max(w.now().Add(-keep).UnixNano(), 0))
 }
 
-// WriteStats says what a write did with its input.
+// WriteStats says what a write did with its input; a write that failed says
+// nothing, so that a retry of the same batch counts its records once.
 type WriteStats struct {
 	Written int
 	// Invalid counts records skipped whole because an id was invalid.
@@ -145,7 +146,7 @@ func writeByDays(cols []nativeColumnDef, encode func(e *rowEncoder, days dayRang
 			n = encode(e, r).Written
 		}
 		if err := insert(e, n); err != nil {
-			return WriteStats{Invalid: st.Invalid, Expired: st.Expired}, err
+			return WriteStats{}, err // the caller's retry counts the batch again
 		}
 	}
 	return st, nil

@@ -66,19 +66,16 @@ func (c *Conn) Query(ctx context.Context, query string, params store.Params, row
 	}
 	defer rows.Close()
 	cols := rows.ColumnTypes()
+	names, types := make([]string, len(cols)), make([]reflect.Type, len(cols))
+	for i, ct := range cols {
+		names[i], types[i] = ct.Name(), ct.ScanType()
+	}
 	for rows.Next() {
-		dest := make([]any, len(cols))
-		for i, ct := range cols {
-			dest[i] = reflect.New(ct.ScanType()).Interface()
-		}
+		dest := scanDest(types)
 		if err := rows.Scan(dest...); err != nil {
 			return err
 		}
-		obj := make(map[string]any, len(cols))
-		for i, ct := range cols {
-			obj[ct.Name()] = reflect.ValueOf(dest[i]).Elem().Interface()
-		}
-		b, err := json.Marshal(obj)
+		b, err := rowJSON(names, dest)
 		if err != nil {
 			return err
 		}
@@ -87,6 +84,26 @@ func (c *Conn) Query(ctx context.Context, query string, params store.Params, row
 		}
 	}
 	return rows.Err()
+}
+
+// scanDest is a fresh destination for each column of a row, of the types
+// the driver scans them into.
+func scanDest(types []reflect.Type) []any {
+	dest := make([]any, len(types))
+	for i, t := range types {
+		dest[i] = reflect.New(t).Interface()
+	}
+	return dest
+}
+
+// rowJSON encodes a scanned row as the JSON object chDB returns for it:
+// keyed by column name, 64-bit integers as numbers, maps as objects.
+func rowJSON(names []string, dest []any) ([]byte, error) {
+	obj := make(map[string]any, len(names))
+	for i, name := range names {
+		obj[name] = reflect.ValueOf(dest[i]).Elem().Interface()
+	}
+	return json.Marshal(obj)
 }
 
 // Close implements store.Conn.
