@@ -19,7 +19,7 @@
 // safe: whatever Scan let in, the exporter's full decode will read back, and
 // a request the Collector would reject with 400 is rejected here too.
 //
-// The Timeout flag is the timeout keep rule of internal/tailsampler
-// (isTimeoutSpan) evaluated on the raw bytes; the tests hold the two to the
-// same answers.
+// The Timeout flag is the sampler's timeout keep rule evaluated on the raw
+// bytes (README, "What is kept"); the tests hold the scanner to the rule's
+// answers on decoded spans.
 package otlpwire

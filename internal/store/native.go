@@ -8,12 +8,8 @@ import (
 )
 
 // The spans and logs are inserted in ClickHouse's Native format: one block,
-// column after column, each value in its binary form. The engine takes it
-// with almost no parsing. Measured on chDB with the spans of the store
-// benchmark (50 000-row inserts, 2 cores), the engine's cost per span of an
-// insert into the spans table, materialized views and skip index included,
-// was about half that of JSONEachRow; into a bare MergeTree table it was a
-// third (see docs/benchmarks.md).
+// column after column, each value in its binary form, which the engine takes
+// with almost no parsing (docs/benchmarks.md compares it with JSONEachRow).
 //
 // A block is: the number of columns and of rows (unsigned LEB128), then per
 // column its name, its type (strings) and its values:

@@ -414,9 +414,8 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 		plain := sc.plain[start:b.plainEnd]
 		start = b.plainEnd
 		// The chunks of a request's resource all end with the same bytes,
-		// the resource (a third of a chunk in the benchmark's load): they
-		// are compressed once, as a block of their own that each frame
-		// repeats.
+		// the resource: they are compressed once, as a block of their own
+		// that each frame repeats.
 		var tail []byte
 		if cd != nil && b.tail > 0 {
 			tail = sc.tailBlock(cd, b.tailRes, plain[len(plain)-b.tail:])

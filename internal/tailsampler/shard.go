@@ -154,9 +154,8 @@ type shard struct {
 	id int
 	p  *sampler // read-only configuration and collaborators
 	in chan shardMsg
-	// spare holds emptied chunk batches for sampler.partition to fill again:
-	// a fresh one for every request was a third of the bytes the process
-	// allocated at 150 k spans/s.
+	// spare holds emptied chunk batches for sampler.partition to fill again,
+	// so that a request does not allocate a batch of its own.
 	spare chan []traceChunk
 
 	// used is the accounted memory of the spans queued for and buffered in
@@ -203,9 +202,8 @@ func newShard(id int, p *sampler, queueSize int, budget int64) *shard {
 	}
 }
 
-// A shard keeps up to spareBatches emptied batches of up to
-// maxSpareChunks chunks (208 bytes each): at most 6.5 MiB, and ~20 KB a
-// batch for the benchmark's 500-span requests.
+// A shard keeps up to spareBatches emptied batches of up to maxSpareChunks
+// chunks, which bounds what recycling can hold.
 const (
 	spareBatches   = 16
 	maxSpareChunks = 2048
@@ -519,8 +517,8 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 }
 
 // decisionTally counts a shard's decisions until they are reported, once
-// per message handled: five counter updates for every trace decided were
-// 2 % of the collector's CPU at 150 000 spans/s.
+// per message handled rather than at every decision: the counters are
+// shared by all shards.
 type decisionTally struct {
 	traces, spans [numReasons]int // by Reason.rank(); rank 0 is dropped
 	early         [numWhy]int

@@ -67,13 +67,10 @@ func createDefaultConfig() component.Config {
 	// store outage can hold does not depend on how the items were batched.
 	q.Sizer = exporterhelper.RequestSizerTypeItems
 	q.QueueSize = defaultQueueItems
-	// Few large inserts: every insert costs ~3 ms of CPU whatever its size
-	// and makes a part that ClickHouse merges later. At 200 ms batches the
-	// merges cost more CPU than sampling; at an offered 150 000 spans/s
-	// (4 000 kept a second), 5 s batches took ~7 % less of the collector's
-	// CPU than 1 s ones, for ~60 MiB more held (make bench-compare). Kept
-	// traces and logs wait at most 5 s longer to become visible; a busier
-	// collector fills 20 000 items sooner.
+	// Few large inserts: every insert has a fixed cost and makes a part that
+	// ClickHouse merges later (docs/benchmarks.md). Kept traces and logs
+	// wait at most 5 s to be visible; a busy collector fills 20 000 items
+	// sooner.
 	b := q.Batch.GetOrInsertDefault()
 	b.FlushTimeout = 5 * time.Second
 	b.MinSize = 20000

@@ -15,13 +15,10 @@ const (
 )
 
 // requestPool holds the buffers the gRPC server reads frames into and
-// requests are gathered into (see rawCodec.Unmarshal). gRPC's default pool
-// clears every buffer it hands out and serves a 150 KB request from its
-// 1 MiB tier, so each request cost a 1 MiB clear, and every 16 KiB frame a
-// 16 KiB one: 2 % of the collector's CPU at 150 000 spans/s. This pool
-// rounds up to the next power of two and does not clear: a buffer is
-// filled up to the length asked for before anything reads it, and nothing
-// reads past that length.
+// requests are gathered into (see rawCodec.Unmarshal). Unlike gRPC's
+// default pool it rounds up to the next power of two and does not clear a
+// buffer it hands out: a buffer is filled up to the length asked for before
+// anything reads it, and nothing reads past that length.
 type requestPool struct {
 	tiers [maxPoolExp + 1]sync.Pool
 }

@@ -117,14 +117,10 @@ func (r *otlpRaw) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// HTTP/2 flow-control windows of the gRPC server. With gRPC's default,
-// windows that start at 64 KiB and grow with its bandwidth estimate, the
-// server wrote 3.3 times per 150 KB export request (window updates and
-// estimation pings besides the response) and read 6 times; with these fixed
-// windows, 2.2 and 4.9 (make bench-compare at 150 000 spans/s). A 4 MiB
-// stream window lets a request of up to 4 MiB arrive without an update; the
-// connection's is twice that. The estimate grows both up to 16 MiB, so a
-// connection holds no more unread bytes than it could before.
+// HTTP/2 flow-control windows of the gRPC server, fixed instead of grown
+// from 64 KiB by a bandwidth estimate: a request of up to 4 MiB arrives
+// without window updates or estimation pings, and a connection holds no
+// more unread bytes than the estimate could have let it (16 MiB).
 const (
 	grpcStreamWindow = 4 << 20
 	grpcConnWindow   = 8 << 20

@@ -1,13 +1,12 @@
 // Package s2dict compresses small blocks against a dictionary in the S2 block
 // format, for s2.Dict.Decode (github.com/klauspost/compress/s2) to read.
 //
-// The sampler compresses every trace's spans of a request as a block of its
-// own, ~1.4 KB, against a dictionary trained on recent traffic. S2's own
-// dictionary encoder zeroes a 64 KiB hash table for every block: a quarter of
-// its time in the sampler at 150 k spans/s, where it took a fifth of the
-// process's CPU (docs/benchmarks.md). This encoder indexes the dictionary
-// once, in a table shared read-only by every block, and gives each block a
-// table sized to the block, reused by the caller. It emits literals, copies
+// The sampler compresses every trace's spans of a request as a small block of
+// its own against a dictionary trained on recent traffic. S2's own dictionary
+// encoder zeroes a 64 KiB hash table for every block, which dominates on small
+// blocks (docs/benchmarks.md). This encoder indexes the dictionary once, in a
+// table shared read-only by every block, and gives each block a table sized to
+// the block, reused by the caller. It emits literals, copies
 // and repeats only, all within the format S2's decoder checks; blocks larger
 // than MaxBlock, rare, are left to S2's encoder.
 package s2dict
