@@ -36,9 +36,9 @@ var allowedImports = map[string][]string{
 	"internal/extension/limitsextension": {"internal/httpbody"},
 	"internal/processor/logsprocessor":   {"internal/traceid"},
 
-	// The sampler. It still writes findings and clock offsets to the store
-	// itself (internal/store), until they travel through the exporter as
-	// kept spans do.
+	// The sampler. It writes nothing: internal/store gives it the rows of
+	// findings and clock offsets and how they travel with the kept spans
+	// (store.AppendAnalysis) to the exporter.
 	"internal/tailsampler":        {"internal/otlpwire", "internal/tailsampler/s2dict", "internal/analyze", "internal/clockskew", "internal/store"},
 	"internal/tailsampler/s2dict": {},
 	"internal/analyze":            {},

@@ -96,7 +96,7 @@ receivers:
     protocols:
       grpc: {endpoint: %s, max_recv_msg_size_mib: 1}
       http: {endpoint: %s, max_request_body_size: 1048576}
-    sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store, flush_interval: 200ms}}
+    sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store}}
   file_log:
     include: [%q]
     start_at: beginning

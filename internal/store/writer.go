@@ -104,24 +104,36 @@ type logRow struct {
 	ScopeName         string            `json:"scope_name"`
 }
 
-// WriteTraces stores every span of td. A span without a valid trace or span
-// id is skipped whole and counted in the returned stats.
+// WriteTraces stores every span of td, and the findings and clock offsets
+// it carries (analysis.go). A span without a valid trace or span id is
+// skipped whole and counted in the returned stats.
 //
 // Three inserts, each idempotent: the resources the store may lack (first,
 // so that no stored span names a missing one), the spans, and each trace's
 // summary in trace_summaries (last: a search finds a trace through it once
-// its spans are stored). When one fails, the call fails and the caller's
-// retry of the same batch adds only what is missing. Spans over more days
-// than one insert may write are inserted a range of days at a time
-// (partitions.go), each range's traces summed up apart: a search sums a
-// trace's summary rows.
+// its spans are stored); then the findings and clock offsets. When one
+// fails, the call fails and the caller's retry of the same batch adds only
+// what is missing. Spans over more days than one insert may write are
+// inserted a range of days at a time (partitions.go), each range's traces
+// summed up apart: a search sums a trace's summary rows.
 func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats, error) {
 	notBefore := w.notBefore(w.retention.Traces)
-	return writeByDays(spanColumns, func(e *rowEncoder, days dayRange) WriteStats {
+	st, err := writeByDays(spanColumns, func(e *rowEncoder, days dayRange) WriteStats {
 		return e.appendSpans(td, days, notBefore)
 	}, func(e *rowEncoder, n int) error {
 		return w.insertSpans(ctx, e, n)
 	})
+	if err != nil {
+		return st, err
+	}
+	findings, clocks := AnalysisOf(td)
+	if err := w.WriteFindings(ctx, findings); err != nil {
+		return WriteStats{}, err
+	}
+	if err := w.WriteClockOffsets(ctx, clocks); err != nil {
+		return WriteStats{}, err
+	}
+	return st, nil
 }
 
 // writeByDays encodes a batch's rows with encode and inserts them with
@@ -159,6 +171,9 @@ func (e *rowEncoder) appendSpans(td ptrace.Traces, days dayRange, notBefore uint
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
+		if IsAnalysis(rs) {
+			continue
+		}
 		e.setSpanResource(rs.Resource().Attributes())
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {

@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,17 +27,15 @@ import (
 type AnalyzeConfig struct {
 	// Enabled runs the analyzers. Default true.
 	Enabled bool `mapstructure:"enabled"`
-	// Store is the tracesift_store extension the findings are written to
-	// (the findings table, returned with the trace and aggregated by
-	// GET /api/v1/findings). Empty: findings are only counted in
+	// Store names the tracesift_store extension that the pipeline's
+	// tracesift exporter writes to. When set, the findings and clock offsets
+	// of each kept trace go down the pipeline with its spans (in a resource
+	// of their own, see store.AppendAnalysis), and the exporter stores them
+	// beside the spans; the pipeline's exporter must then be a tracesift
+	// exporter. Empty: findings are only counted in
 	// tracesift_sampler_findings. Default empty; the shipped configurations
 	// set tracesift_store.
 	Store component.ID `mapstructure:"store"`
-	// FlushInterval is how long findings and clock offsets wait to be
-	// inserted together (sooner once 10 000 are waiting): every insert is a
-	// part ClickHouse merges later. Default 5s, as the exporter's batches
-	// of kept spans, so a trace's findings show with it.
-	FlushInterval time.Duration `mapstructure:"flush_interval"`
 	// FanoutThreshold is how many downstream calls one entry span must make
 	// for a fanout finding. Default 50.
 	FanoutThreshold int `mapstructure:"fanout_threshold"`
@@ -58,7 +54,6 @@ func defaultAnalyzeConfig() AnalyzeConfig {
 	opts := analyze.DefaultOptions()
 	return AnalyzeConfig{
 		Enabled:          true,
-		FlushInterval:    5 * time.Second,
 		FanoutThreshold:  opts.FanoutThreshold,
 		MinRepeatedCalls: opts.MinRepeatedCalls,
 		Skew:             clockskew.DefaultConfig(),
@@ -71,9 +66,6 @@ func (c *AnalyzeConfig) Validate() error {
 		return nil
 	}
 	var errs []error
-	if c.FlushInterval <= 0 {
-		errs = append(errs, fmt.Errorf("`analyze::flush_interval` must be positive, got %s", c.FlushInterval))
-	}
 	if c.FanoutThreshold < 1 {
 		errs = append(errs, fmt.Errorf("`analyze::fanout_threshold` must be at least 1, got %d", c.FanoutThreshold))
 	}
@@ -86,21 +78,7 @@ func (c *AnalyzeConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// FindingsWriter stores findings and the clock offsets of kept traces;
-// *store.Writer is one.
-type FindingsWriter interface {
-	WriteFindings(ctx context.Context, rows []store.FindingRow) error
-	WriteClockOffsets(ctx context.Context, rows []store.ClockRow) error
-}
-
-// analysisBatch is what one decision pass's kept traces gave to store.
-type analysisBatch struct {
-	findings []store.FindingRow
-	clocks   []store.ClockRow
-}
-
-// analyzer runs the analyzers for every shard and hands the findings to a
-// writer goroutine, so that a slow store never holds up a decision.
+// analyzer runs the analyzers for every shard.
 type analyzer struct {
 	opts   analyze.Options
 	skew   *clockskew.Estimator
@@ -114,16 +92,10 @@ type analyzer struct {
 	skewedAt  atomic.Int64
 	threshold time.Duration
 
-	writer  FindingsWriter // nil: findings are only counted
-	flush   time.Duration  // analyze::flush_interval
-	queue   chan analysisBatch
-	done    chan struct{}
-	dropped sync.Once // the first dropped batch is logged
+	// export sends findings and clock offsets down the pipeline with the
+	// kept spans (analyze::store is set); otherwise they are only counted.
+	export bool
 }
-
-// findingsQueue bounds the batches of findings waiting for the store; a
-// batch is one decision pass's kept traces.
-const findingsQueue = 256
 
 func newAnalyzer(cfg AnalyzeConfig, logger *zap.Logger, tel *telemetry) (*analyzer, error) {
 	if !cfg.Enabled {
@@ -135,178 +107,31 @@ func newAnalyzer(cfg AnalyzeConfig, logger *zap.Logger, tel *telemetry) (*analyz
 	}
 	opts := analyze.DefaultOptions()
 	opts.FanoutThreshold, opts.MinRepeatedCalls = cfg.FanoutThreshold, cfg.MinRepeatedCalls
-	return &analyzer{opts: opts, skew: est, logger: logger, tel: tel, threshold: cfg.Skew.Threshold,
-		flush: cfg.FlushInterval}, nil
+	return &analyzer{opts: opts, skew: est, logger: logger, tel: tel, threshold: cfg.Skew.Threshold}, nil
 }
 
-// start looks up the store and starts the writer goroutine.
+// start checks that the store named by analyze::store is there, and if so
+// sends findings down the pipeline.
 func (a *analyzer) start(host component.Host, id component.ID) error {
-	if id != (component.ID{}) {
-		ext, ok := host.GetExtensions()[id]
-		if !ok {
-			return fmt.Errorf("`analyze::store`: extension %q is not configured: add it under `extensions` and `service::extensions`", id)
-		}
-		p, ok := ext.(interface{ Writer() *store.Writer })
-		if !ok {
-			return fmt.Errorf("`analyze::store`: extension %q is not a tracesift_store extension", id)
-		}
-		a.writer = p.Writer()
-	}
-	if a.writer == nil {
+	if id == (component.ID{}) {
 		return nil
 	}
-	a.queue = make(chan analysisBatch, findingsQueue)
-	a.done = make(chan struct{})
-	go a.write()
-	return nil
-}
-
-// stop writes what is queued and stops the writer goroutine.
-func (a *analyzer) stop() {
-	if a.queue == nil {
-		return
+	ext, ok := host.GetExtensions()[id]
+	if !ok {
+		return fmt.Errorf("`analyze::store`: extension %q is not configured: add it under `extensions` and `service::extensions`", id)
 	}
-	close(a.queue)
-	<-a.done
-}
-
-// maxPendingFindings bounds the findings and clock rows the writer holds
-// while the store fails; beyond it the oldest batch is dropped and counted.
-const maxPendingFindings = 200_000
-
-// Backoff between failed inserts of findings: doubling from the first to
-// the cap, each wait drawn within ±50 % so that restarted writers spread out.
-// (Variables for the tests.)
-var (
-	findingsRetryFirst = time.Second
-	findingsRetryCap   = 30 * time.Second
-)
-
-// retryDelay is the wait after the n-th failure in a row (n ≥ 1).
-func retryDelay(n int, rnd *rand.Rand) time.Duration {
-	d := findingsRetryCap
-	if n < 16 {
-		d = min(findingsRetryFirst<<(n-1), findingsRetryCap)
+	if _, ok := ext.(interface{ Writer() *store.Writer }); !ok {
+		return fmt.Errorf("`analyze::store`: extension %q is not a tracesift_store extension", id)
 	}
-	return d/2 + time.Duration(rnd.Int64N(int64(d)))
-}
-
-// write inserts queued findings, once per flush interval at most, or sooner
-// when 10000 are waiting. A failed insert is retried after a backoff with
-// exactly the same rows, so that its deduplication token is the same and an
-// insert that had succeeded after all is not stored twice; batches queued
-// meanwhile (up to maxPendingFindings) are inserted after it.
-func (a *analyzer) write() {
-	defer close(a.done)
-	var (
-		pending  []analysisBatch
-		rows     int            // in pending
-		inflight *analysisBatch // rows being inserted, kept as they are until they are stored
-		failures int
-		retryAt  time.Time
-		rnd      = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x7ace))
-	)
-	tick := time.NewTicker(a.flush)
-	defer tick.Stop()
-	lose := func(b *analysisBatch, err error) {
-		a.tel.findingsDropped.Add(context.Background(), int64(len(b.findings)))
-		a.logger.Error("Writing findings and clock offsets failed; they are lost (tracesift_sampler_findings_dropped)",
-			zap.Int("findings", len(b.findings)), zap.Int("clock_offsets", len(b.clocks)), zap.Error(err))
-	}
-	flush := func(now time.Time, final bool) {
-		if !final && now.Before(retryAt) {
-			return
-		}
-		for {
-			if inflight == nil {
-				if rows == 0 {
-					return
-				}
-				var next analysisBatch
-				for _, b := range pending {
-					next.findings = append(next.findings, b.findings...)
-					next.clocks = append(next.clocks, b.clocks...)
-				}
-				pending, rows, inflight = pending[:0], 0, &next
-			}
-			err := a.insert(inflight)
-			switch {
-			case err == nil:
-				inflight, failures = nil, 0
-				continue
-			case final || store.IsPermanent(err):
-				lose(inflight, err)
-				inflight, failures = nil, 0
-				if final {
-					for i := range pending {
-						lose(&pending[i], err)
-					}
-					pending, rows = nil, 0
-				}
-				continue
-			}
-			failures++
-			delay := retryDelay(failures, rnd)
-			retryAt = now.Add(delay)
-			if failures == 1 {
-				a.logger.Warn("Writing findings failed; retrying with backoff while they queue up",
-					zap.Int("findings", len(inflight.findings)), zap.Duration("retry_in", delay), zap.Error(err))
-			}
-			return
-		}
-	}
-	for {
-		select {
-		case b, ok := <-a.queue:
-			if !ok {
-				flush(time.Now(), true)
-				return
-			}
-			pending = append(pending, b)
-			rows += len(b.findings) + len(b.clocks)
-			for rows > maxPendingFindings && len(pending) > 1 {
-				old := pending[0]
-				pending = pending[1:]
-				rows -= len(old.findings) + len(old.clocks)
-				a.tel.findingsDropped.Add(context.Background(), int64(len(old.findings)))
-				a.dropped.Do(func() {
-					a.logger.Warn("The store is not keeping up with findings; dropping the oldest (counted in "+
-						"tracesift_sampler_findings_dropped, logged once)", zap.Int("findings", len(old.findings)))
-				})
-			}
-			if rows >= 10000 {
-				flush(time.Now(), false)
-			}
-		case now := <-tick.C:
-			flush(now, false)
-		}
-	}
-}
-
-// insert writes b's findings, then its clock offsets, forgetting each part
-// once it is stored so that a retry sends only what is missing.
-func (a *analyzer) insert(b *analysisBatch) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if len(b.findings) > 0 {
-		if err := a.writer.WriteFindings(ctx, b.findings); err != nil {
-			return err
-		}
-		b.findings = nil
-	}
-	if len(b.clocks) > 0 {
-		if err := a.writer.WriteClockOffsets(ctx, b.clocks); err != nil {
-			return err
-		}
-		b.clocks = nil
-	}
+	a.export = true
 	return nil
 }
 
 // analyzeKept runs the analyzers on the whole traces among td (the ids in
-// whole; other spans of td are late spans of traces decided earlier) and
-// queues their findings.
-func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool, now time.Time) {
+// whole; other spans of td are late spans of traces decided earlier) and,
+// when they are exported, appends their findings and clock offsets to td.
+// It returns the number of findings.
+func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool, now time.Time) int {
 	traces := tracesOf(td, whole)
 	var rows []store.FindingRow
 	var clocks []store.ClockRow
@@ -339,18 +164,10 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 			})
 		}
 	}
-	if len(rows)+len(clocks) == 0 || a.queue == nil {
-		return
+	if a.export {
+		store.AppendAnalysis(td, rows, clocks)
 	}
-	select {
-	case a.queue <- analysisBatch{findings: rows, clocks: clocks}:
-	default:
-		a.tel.findingsDropped.Add(context.Background(), int64(len(rows)))
-		a.dropped.Do(func() {
-			a.logger.Warn("The store is not keeping up with findings; dropping them (counted in "+
-				"tracesift_sampler_findings_dropped, logged once)", zap.Int("findings", len(rows)))
-		})
-	}
+	return len(rows)
 }
 
 // refreshSkewed rebuilds the set of skewed host pairs, once a second at most.

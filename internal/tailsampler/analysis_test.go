@@ -3,7 +3,6 @@ package tailsampler
 import (
 	"context"
 	"encoding/hex"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +20,15 @@ import (
 	"github.com/tracesift/tracesift/internal/store"
 )
 
-type findingsSink struct {
-	mu     sync.Mutex
-	rows   []store.FindingRow
-	clocks []store.ClockRow
-}
+// storeHost is a host with a tracesift_store extension, for analyze::store.
+type storeHost struct{ component.Host }
 
-func (f *findingsSink) WriteClockOffsets(_ context.Context, rows []store.ClockRow) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.clocks = append(f.clocks, rows...)
-	return nil
-}
+type fakeStore struct{ component.Component }
 
-func (f *findingsSink) WriteFindings(_ context.Context, rows []store.FindingRow) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.rows = append(f.rows, rows...)
-	return nil
+func (fakeStore) Writer() *store.Writer { return nil }
+
+func (h storeHost) GetExtensions() map[component.ID]component.Component {
+	return map[component.ID]component.Component{component.MustNewID("tracesift_store"): fakeStore{}}
 }
 
 // checkoutTrace is a frontend request on host web-1 whose call to payments
@@ -90,14 +80,12 @@ func checkoutTrace(n uint64, skew time.Duration) ptrace.Traces {
 	return td
 }
 
+// The findings and clock offsets of every kept trace go down the pipeline
+// with its spans, in a resource of their own that the store's writer reads.
 func TestKeptTracesAreAnalyzed(t *testing.T) {
-	h := newHarness(t, testConfig())
-	sink := &findingsSink{}
-	// Before any trace: the writer goroutine was started without a store.
-	h.p.analyzer.writer = sink
-	h.p.analyzer.queue = make(chan analysisBatch, findingsQueue)
-	h.p.analyzer.done = make(chan struct{})
-	go h.p.analyzer.write()
+	cfg := testConfig()
+	cfg.Analyze.Store = component.MustNewID("tracesift_store")
+	h := newHarness(t, cfg, withHost(storeHost{componenttest.NewNopHost()}))
 
 	for n := uint64(1); n <= 6; n++ {
 		h.consume(checkoutTrace(n, 300*time.Millisecond))
@@ -110,8 +98,19 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	h.barrier()
 	require.NoError(t, h.p.Shutdown(context.Background()))
 
+	var rows []store.FindingRow
+	var clocks []store.ClockRow
+	for _, td := range h.sink.AllTraces() {
+		f, c := store.AnalysisOf(td)
+		rows, clocks = append(rows, f...), append(clocks, c...)
+		for i := range td.ResourceSpans().Len() {
+			if rs := td.ResourceSpans().At(i); store.IsAnalysis(rs) {
+				assert.Equal(t, 1, td.ResourceSpans().Len()-i, "the analysis resource comes last")
+			}
+		}
+	}
 	byTrace := map[string]map[string][]store.FindingRow{}
-	for _, r := range sink.rows {
+	for _, r := range rows {
 		if byTrace[r.TraceID] == nil {
 			byTrace[r.TraceID] = map[string][]store.FindingRow{}
 		}
@@ -144,7 +143,7 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	// Every trace crossing the pair stored pay-1's offset for the query API:
 	// the trace's own calls at first, the estimate once it has its samples.
 	byTraceClock := map[string]store.ClockRow{}
-	for _, c := range sink.clocks {
+	for _, c := range clocks {
 		assert.Equal(t, "pay-1", c.Host)
 		byTraceClock[c.TraceID] = c
 	}
@@ -152,6 +151,22 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	c6 := byTraceClock[hex.EncodeToString(last[:])]
 	assert.InDelta(t, float64(300*time.Millisecond), float64(c6.OffsetNanos), float64(time.Millisecond))
 	assert.Equal(t, "estimate", c6.Source)
+}
+
+// Without analyze::store the findings are only counted: nothing but the
+// kept spans goes down the pipeline, whatever exporter is there.
+func TestFindingsStayWithoutAStore(t *testing.T) {
+	h := newHarness(t, testConfig())
+	h.consume(checkoutTrace(1, 0))
+	h.decideAfterWait()
+	require.NoError(t, h.p.Shutdown(context.Background()))
+	require.Equal(t, 7, h.sink.SpanCount())
+	for _, td := range h.sink.AllTraces() {
+		f, c := store.AnalysisOf(td)
+		assert.Empty(t, f)
+		assert.Empty(t, c)
+	}
+	assert.Positive(t, h.counter("tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
 }
 
 func TestAnalyzeStoreMustBeAStoreExtension(t *testing.T) {

@@ -48,7 +48,7 @@ func TestCreateDefaultConfig(t *testing.T) {
 		},
 		BaselineMaxPerSecond: 100,
 		Analyze: AnalyzeConfig{
-			Enabled: true, FlushInterval: 5 * time.Second, FanoutThreshold: 50, MinRepeatedCalls: 5,
+			Enabled: true, FanoutThreshold: 50, MinRepeatedCalls: 5,
 			Skew: clockskew.Config{Window: 5 * time.Minute, MinSamples: 5, Threshold: 100 * time.Millisecond,
 				MaxPairs: 10000, MaxSamples: 256},
 		},
@@ -90,7 +90,7 @@ func TestLoadConfig(t *testing.T) {
 				},
 				BaselineMaxPerSecond: 5,
 				Analyze: AnalyzeConfig{
-					Enabled: true, Store: component.MustNewID("tracesift_store"), FlushInterval: time.Second, FanoutThreshold: 20, MinRepeatedCalls: 5,
+					Enabled: true, Store: component.MustNewID("tracesift_store"), FanoutThreshold: 20, MinRepeatedCalls: 5,
 					Skew: clockskew.Config{Window: 5 * time.Minute, MinSamples: 5, Threshold: 250 * time.Millisecond,
 						MaxPairs: 10000, MaxSamples: 256},
 				},
@@ -113,7 +113,7 @@ func TestLoadConfig(t *testing.T) {
 			"`adaptive_slow::quantile`", "`adaptive_slow::min_samples`", "`adaptive_slow::window`", "`adaptive_slow::max_routes`",
 			"`baseline_max_per_second`", "`services::batch::slow_threshold`", "`services::batch::baseline_ratio`"}},
 		{id: component.NewIDWithName(typ, "bad_analyze"), wantErr: []string{
-			"`analyze::flush_interval` must be positive", "`analyze::fanout_threshold`", "`analyze::min_repeated_calls`",
+			"`analyze::fanout_threshold`", "`analyze::min_repeated_calls`",
 			"`skew_threshold`", "`skew_window`",
 			"`keep_retry_amplification` must be 0 (off) or at least 2"}},
 		{id: component.NewIDWithName(typ, "tiny_buffer"), wantErr: []string{"`max_buffered_bytes` must be at least 2097152", "`max_trace_bytes`", "`max_spans_per_trace`"}},

@@ -49,6 +49,7 @@ type harnessOption func(*harnessSettings)
 type harnessSettings struct {
 	next   consumer.Traces
 	logger *zap.Logger
+	host   component.Host
 }
 
 func withNext(next consumer.Traces) harnessOption {
@@ -59,10 +60,14 @@ func withLogger(l *zap.Logger) harnessOption {
 	return func(s *harnessSettings) { s.logger = l }
 }
 
+func withHost(h component.Host) harnessOption {
+	return func(s *harnessSettings) { s.host = h }
+}
+
 func newHarness(t *testing.T, cfg *Config, opts ...harnessOption) *harness {
 	t.Helper()
 	h := &harness{t: t, sink: new(consumertest.TracesSink), tel: componenttest.NewTelemetry(), clock: newFakeClock(), cfg: cfg}
-	hs := harnessSettings{next: h.sink}
+	hs := harnessSettings{next: h.sink, host: componenttest.NewNopHost()}
 	for _, o := range opts {
 		o(&hs)
 	}
@@ -76,7 +81,7 @@ func newHarness(t *testing.T, cfg *Config, opts ...harnessOption) *harness {
 	h.p = proc.(*sampler)
 	h.p.now = h.clock.Now
 	h.p.tick = 0
-	require.NoError(t, h.p.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, h.p.Start(context.Background(), hs.host))
 	t.Cleanup(func() {
 		require.NoError(t, h.p.Shutdown(context.Background()))
 		require.NoError(t, h.tel.Shutdown(context.Background()))

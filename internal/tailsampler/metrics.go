@@ -94,7 +94,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t.findingsCount = counter("tracesift_sampler_findings",
 		"Findings the analyzers raised on kept traces, by kind.", "{finding}")
 	t.findingsDropped = counter("tracesift_sampler_findings_dropped",
-		"Findings lost because the store failed or did not keep up.", "{finding}")
+		"Findings lost with the kept traces the next consumer rejected.", "{finding}")
 	t.compressionPauses = counter("tracesift_sampler_compression_pauses",
 		"Times buffer compression was paused because the sampler was overloaded (see buffer_compression).", "{pause}")
 	t.tracesBuffered = instrument(&errs, m.Int64UpDownCounter, "tracesift_sampler_traces_buffered",

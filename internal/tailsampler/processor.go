@@ -203,9 +203,6 @@ func (p *sampler) Shutdown(ctx context.Context) error {
 		// No call can hold a frame any more: ConsumeRawTraces holds p.mu
 		// shared while it allocates, and the shards have exited.
 		p.mem.close()
-		if p.analyzer != nil {
-			p.analyzer.stop()
-		}
 		if p.memMetrics != nil {
 			_ = p.memMetrics.Unregister()
 		}

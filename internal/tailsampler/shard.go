@@ -574,9 +574,10 @@ func (s *shard) verdict(t *trace) Reason {
 	return reason
 }
 
-// forward hands kept spans to the next consumer, decoded. A failure loses
-// them (the sampler has no retry queue; the exporter behind it does), so it
-// is logged and counted, never returned to a receiver that has long moved on.
+// forward hands kept spans to the next consumer, decoded, with the findings
+// and clock offsets of the whole traces among them. A failure loses them
+// (the sampler has no retry queue; the exporter behind it does), so it is
+// logged and counted, never returned to a receiver that has long moved on.
 //
 // It ends the handling of every message that can decide traces, so it also
 // reports the decisions taken meanwhile.
@@ -590,14 +591,18 @@ func (s *shard) forward(ctx context.Context, out *keptBatch) {
 	for i := range out.parts {
 		s.release(out.parts[i].buf)
 	}
+	findings := 0
 	if err == nil {
 		if a := s.p.analyzer; a != nil && len(out.whole) > 0 {
-			a.analyzeKept(td, out.whole, s.now)
+			findings = a.analyzeKept(td, out.whole, s.now)
 		}
 		err = s.p.next.ConsumeTraces(ctx, td)
 	}
 	if err != nil {
 		s.p.tel.exportErrors.Add(context.Background(), 1)
+		if findings > 0 && s.p.analyzer.export {
+			s.p.tel.findingsDropped.Add(context.Background(), int64(findings))
+		}
 		s.p.logger.Error("Next consumer rejected kept traces; their spans are lost",
 			zap.Int("shard", s.id), zap.Int("spans", out.spans), zap.Error(err))
 	}
