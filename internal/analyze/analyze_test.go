@@ -143,7 +143,7 @@ func TestRetryCallsClassification(t *testing.T) {
 			if got := (flags{rc.Retry, rc.Parallel, rc.Backoff, rc.Jitter, rc.FixedInterval}); got != c.want {
 				t.Errorf("flags %+v, want %+v (delays %v)", got, c.want, rc.Delays)
 			}
-			fs := RetryFanout(c.tr, Options{MinRepeatedCalls: c.minRepeat})
+			fs := runOne(c.tr, Options{MinRepeatedCalls: c.minRepeat}, (*index).retryFanout)
 			switch {
 			case c.summary == "" && len(fs) != 0:
 				t.Errorf("unexpected finding %s", dump(fs))
@@ -160,8 +160,8 @@ func TestAnalyzeMatchesAnalyzers(t *testing.T) {
 	for name, g := range loadGolden(t) {
 		opts := DefaultOptions()
 		var want []Finding
-		for _, f := range []func(*Trace, Options) []Finding{SlowestHop, CriticalPath, RetryFanout, Timeouts, ErrorOrigins, BrokenPropagation, Fanout} {
-			want = append(want, f(&g.Trace, opts)...)
+		for _, a := range analyzers {
+			want = append(want, runOne(&g.Trace, opts, a.run)...)
 		}
 		if got := Analyze(&g.Trace, opts); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: Analyze\n%s\nanalyzers one by one\n%s", name, dump(got), dump(want))
@@ -219,13 +219,13 @@ func TestSlowestHopTies(t *testing.T) {
 		span("g", "c1", "a", KindInternal, 13, 42),
 		span("c2", "r", "a", KindInternal, 12, 41),
 	}}
-	fs := SlowestHop(tr, Options{})
+	fs := runOne(tr, Options{}, (*index).slowestHop)
 	if len(fs) != 1 || fs[0].SpanIDs[0] != "c2" || fs[0].Value != 29 {
 		t.Errorf("got %s, want c2 with 29 ms", dump(fs))
 	}
 	// Equal self time and start: the first in the trace.
 	tr = &Trace{Spans: []Span{span("r", "", "a", KindServer, 0, 10), span("x", "r", "a", KindClient, 0, 5), span("y", "r", "a", KindClient, 5, 10), span("z", "", "a", KindServer, 0, 5)}}
-	if fs := SlowestHop(tr, Options{}); len(fs) != 1 || fs[0].SpanIDs[0] != "x" {
+	if fs := runOne(tr, Options{}, (*index).slowestHop); len(fs) != 1 || fs[0].SpanIDs[0] != "x" {
 		t.Errorf("got %s, want x", dump(fs))
 	}
 }
@@ -275,4 +275,21 @@ func TestRetryCalleeNeverReported(t *testing.T) {
 	if rcs := RetryCalls(tr); len(rcs) != 0 {
 		t.Errorf("got %s, want none (c0 alone, c1 to other, c2 to inv)", dump(rcs))
 	}
+}
+
+// analyzers are the analyzers in the order Analyze runs them.
+var analyzers = []struct {
+	name string
+	run  func(ix *index, out []Finding, opts Options) []Finding
+}{
+	{"SlowestHop", (*index).slowestHop}, {"CriticalPath", (*index).criticalPathFinding}, {"RetryFanout", (*index).retryFanout},
+	{"Timeouts", (*index).timeouts}, {"ErrorOrigins", (*index).errorOrigins}, {"BrokenPropagation", (*index).brokenPropagation},
+	{"Fanout", (*index).fanout},
+}
+
+// runOne runs one analyzer on t, as Analyze does with all of them.
+func runOne(t *Trace, opts Options, analyzer func(ix *index, out []Finding, opts Options) []Finding) []Finding {
+	ix := newIndex(t)
+	defer ix.free()
+	return analyzer(ix, nil, opts.withDefaults())
 }

@@ -108,15 +108,11 @@ func BenchmarkAnalyze(b *testing.B) {
 func BenchmarkAnalyzers1000(b *testing.B) {
 	t := largeTrace()
 	opts := DefaultOptions()
-	for _, c := range []struct {
-		name string
-		f    func(*Trace, Options) []Finding
-	}{{"SlowestHop", SlowestHop}, {"CriticalPath", CriticalPath}, {"RetryFanout", RetryFanout}, {"Timeouts", Timeouts},
-		{"ErrorOrigins", ErrorOrigins}, {"BrokenPropagation", BrokenPropagation}, {"Fanout", Fanout}} {
-		b.Run(c.name, func(b *testing.B) {
+	for _, a := range analyzers {
+		b.Run(a.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				c.f(t, opts)
+				runOne(t, opts, a.run)
 			}
 		})
 	}

@@ -2,34 +2,6 @@ package analyze
 
 import "strings"
 
-// Timeouts reports where timeouts started, one finding per origin (at most
-// Options.MaxOrigins, by start time). A span timed out when its HTTP status
-// is 504 or 408, its gRPC status is DEADLINE_EXCEEDED, its error.type, an
-// exception event's exception.type or exception.message, or its status
-// message names a timeout or a deadline ("timeout", "timed out",
-// "deadline", any case). An origin is a span that timed out none of whose
-// descendants did: the deepest timeout of its branch — the CLIENT span
-// whose callee never reported (no child span from another service or of
-// kind SERVER), or the span below which nothing timed out. Value is the
-// span's duration in milliseconds; service is its service.
-func Timeouts(t *Trace, opts Options) []Finding {
-	ix := newIndex(t)
-	defer ix.free()
-	return ix.timeouts(nil, opts.withDefaults())
-}
-
-// ErrorOrigins reports where errors started, one finding per origin (at most
-// Options.MaxOrigins, by start time): a span with status ERROR none of whose
-// descendants has status ERROR — the root cause rather than the failures it
-// caused upstream. Value is the span's duration in milliseconds; service is
-// its service; the summary quotes the status message, else the exception
-// (type: message), else error.type or the HTTP/gRPC status.
-func ErrorOrigins(t *Trace, opts Options) []Finding {
-	ix := newIndex(t)
-	defer ix.free()
-	return ix.errorOrigins(nil, opts.withDefaults())
-}
-
 // Origin marks.
 const (
 	markSelf  uint8 = 1 // the span has the property
@@ -84,6 +56,16 @@ func (ix *index) markWhere(has func(*Span) bool) ([]uint8, bool) {
 	return marks, any
 }
 
+// timeouts appends to out where timeouts started, one finding per origin (at most
+// Options.MaxOrigins, by start time). A span timed out when its HTTP status
+// is 504 or 408, its gRPC status is DEADLINE_EXCEEDED, its error.type, an
+// exception event's exception.type or exception.message, or its status
+// message names a timeout or a deadline ("timeout", "timed out",
+// "deadline", any case). An origin is a span that timed out none of whose
+// descendants did: the deepest timeout of its branch — the CLIENT span
+// whose callee never reported (no child span from another service or of
+// kind SERVER), or the span below which nothing timed out. Value is the
+// span's duration in milliseconds; service is its service.
 func (ix *index) timeouts(out []Finding, opts Options) []Finding {
 	marks, ok := ix.markWhere(func(s *Span) bool { return timedOut(s) != notTimedOut })
 	if !ok {
@@ -135,6 +117,12 @@ func (ix *index) originFinding(kind, what string, i int32, k, n int, b *strings.
 	return Finding{Kind: kind, SpanIDs: []string{s.SpanID}, Service: s.Service, Value: ms(ix.dur(i)), Summary: b.String()}
 }
 
+// errorOrigins appends to out where errors started, one finding per origin (at most
+// Options.MaxOrigins, by start time): a span with status ERROR none of whose
+// descendants has status ERROR — the root cause rather than the failures it
+// caused upstream. Value is the span's duration in milliseconds; service is
+// its service; the summary quotes the status message, else the exception
+// (type: message), else error.type or the HTTP/gRPC status.
 func (ix *index) errorOrigins(out []Finding, opts Options) []Finding {
 	marks, ok := ix.markWhere(func(s *Span) bool { return s.StatusCode == StatusError })
 	if !ok {

@@ -207,8 +207,8 @@ func TestRobust(t *testing.T) {
 		tr := randomGarbage(r, r.Intn(30))
 		opts := Options{FanoutThreshold: 1 + r.Intn(5), MinRepeatedCalls: 1 + r.Intn(3), MaxOrigins: 1 + r.Intn(3), MaxSpanIDs: 1 + r.Intn(5)}
 		checkSane(t, Analyze(tr, opts))
-		for _, f := range []func(*Trace, Options) []Finding{SlowestHop, CriticalPath, RetryFanout, Timeouts, ErrorOrigins, BrokenPropagation, Fanout} {
-			checkSane(t, f(tr, opts))
+		for _, a := range analyzers {
+			checkSane(t, runOne(tr, opts, a.run))
 		}
 		tm := Timings(tr)
 		for _, s := range tm.Self {

@@ -216,24 +216,6 @@ func RetryCalls(t *Trace) []RetryCall {
 	return out
 }
 
-// RetryFanout reports chains of repeated calls, one finding per maximal
-// chain. A chain runs down the call tree from the topmost call made more
-// than once by one parent (its layer's "attempts") to a repeated call with
-// no repeated call below it, through the calls each attempt makes in turn
-// (layers made once count as 1). Value is the amplification: how many calls
-// reached the bottom layer for the one call at the top — the product of the
-// attempts per layer when every attempt retried alike (3 × 3 × 3 = 27),
-// else the actual count. spanIds are the calls of every layer, top layer
-// first, each by start time; service is the calling service of the top
-// layer. A chain of repeated calls none of which is a retry (see RetryCall)
-// is reported only when at least Options.MinRepeatedCalls calls reach its
-// bottom. Findings are ordered by the top layer's first start.
-func RetryFanout(t *Trace, opts Options) []Finding {
-	ix := newIndex(t)
-	defer ix.free()
-	return ix.retryFanout(nil, opts.withDefaults())
-}
-
 // hasRepeatedCalls reports, cheaply, whether any parent span has two call
 // children with the same kind and name: without one there is nothing to
 // report.
@@ -576,6 +558,18 @@ func cv(xs []uint64) float64 {
 	return math.Sqrt(v/float64(len(xs))) / m
 }
 
+// retryFanout appends to out chains of repeated calls, one finding per maximal
+// chain. A chain runs down the call tree from the topmost call made more
+// than once by one parent (its layer's "attempts") to a repeated call with
+// no repeated call below it, through the calls each attempt makes in turn
+// (layers made once count as 1). Value is the amplification: how many calls
+// reached the bottom layer for the one call at the top — the product of the
+// attempts per layer when every attempt retried alike (3 × 3 × 3 = 27),
+// else the actual count. spanIds are the calls of every layer, top layer
+// first, each by start time; service is the calling service of the top
+// layer. A chain of repeated calls none of which is a retry (see RetryCall)
+// is reported only when at least Options.MinRepeatedCalls calls reach its
+// bottom. Findings are ordered by the top layer's first start.
 func (ix *index) retryFanout(out []Finding, opts Options) []Finding {
 	ra := ix.analyzeCalls()
 	if ra == nil {

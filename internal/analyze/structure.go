@@ -5,7 +5,16 @@ import (
 	"strings"
 )
 
-// BrokenPropagation reports broken trace context, in up to two findings:
+// linkedConsumer reports whether s is a messaging consumer linked to its
+// producer rather than parented by it.
+func linkedConsumer(s *Span) bool {
+	if len(s.Links) == 0 {
+		return false
+	}
+	return s.Kind == KindConsumer || s.Attributes["messaging.system"] != ""
+}
+
+// brokenPropagation appends to out broken trace context, in up to two findings:
 //
 //   - spans whose parent span id is set but whose parent never arrived
 //     (lost, or context propagated wrongly): value is how many, spanIds are
@@ -19,32 +28,6 @@ import (
 // A messaging consumer (kind CONSUMER, or with messaging.system set) that
 // has a link is expected to be linked rather than parented and is counted
 // in neither.
-func BrokenPropagation(t *Trace, opts Options) []Finding {
-	ix := newIndex(t)
-	defer ix.free()
-	return ix.brokenPropagation(nil, opts.withDefaults())
-}
-
-// Fanout reports entry spans — SERVER and CONSUMER spans, and top-level
-// spans — that made at least Options.FanoutThreshold downstream calls:
-// CLIENT and PRODUCER spans below them, not counting those below the next
-// entry span down. Value is the count, spanIds the entry span, service its
-// service. Findings are by the entry span's start.
-func Fanout(t *Trace, opts Options) []Finding {
-	ix := newIndex(t)
-	defer ix.free()
-	return ix.fanout(nil, opts.withDefaults())
-}
-
-// linkedConsumer reports whether s is a messaging consumer linked to its
-// producer rather than parented by it.
-func linkedConsumer(s *Span) bool {
-	if len(s.Links) == 0 {
-		return false
-	}
-	return s.Kind == KindConsumer || s.Attributes["messaging.system"] != ""
-}
-
 func (ix *index) brokenPropagation(out []Finding, opts Options) []Finding {
 	var orphans, roots []int32
 	for _, i := range ix.tops {
@@ -112,6 +95,11 @@ func (ix *index) brokenPropagation(out []Finding, opts Options) []Finding {
 	return out
 }
 
+// fanout appends to out entry spans — SERVER and CONSUMER spans, and top-level
+// spans — that made at least Options.FanoutThreshold downstream calls:
+// CLIENT and PRODUCER spans below them, not counting those below the next
+// entry span down. Value is the count, spanIds the entry span, service its
+// service. Findings are by the entry span's start.
 func (ix *index) fanout(out []Finding, opts Options) []Finding {
 	owner := sized(ix.scratch, ix.n) // nearest entry span strictly above
 	counts := sized(ix.counts, ix.n)

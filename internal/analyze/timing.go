@@ -70,26 +70,6 @@ func Timings(t *Trace) Timing {
 	return tm
 }
 
-// SlowestHop reports the span with the largest self time (ties: earliest
-// start, then first in the trace): value is its self time in milliseconds.
-// Nothing is reported when every span has zero self time.
-func SlowestHop(t *Trace, opts Options) []Finding {
-	ix := newIndex(t)
-	defer ix.free()
-	return ix.slowestHop(nil, opts.withDefaults())
-}
-
-// CriticalPath reports the critical path (see Timings): spanIds are the spans
-// on it, root first; value is the root's duration in milliseconds, which is
-// also the sum of the path's sections; service is the service of the span
-// that contributes most to the path. Nothing is reported for an empty trace
-// or a zero-length root.
-func CriticalPath(t *Trace, opts Options) []Finding {
-	ix := newIndex(t)
-	defer ix.free()
-	return ix.criticalPathFinding(nil, opts.withDefaults())
-}
-
 // selfTimes computes (once) every span's self time in nanoseconds.
 func (ix *index) selfTimes() []uint64 {
 	if ix.selfDone {
@@ -240,6 +220,9 @@ func (ix *index) cpPush(i int32, point uint64) {
 	ix.cpStack = append(ix.cpStack, cpFrame{span: i, point: point, lo: lo, next: lo})
 }
 
+// slowestHop appends to out the span with the largest self time (ties: earliest
+// start, then first in the trace): value is its self time in milliseconds.
+// Nothing is reported when every span has zero self time.
 func (ix *index) slowestHop(out []Finding, _ Options) []Finding {
 	self := ix.selfTimes()
 	best := int32(-1)
@@ -267,6 +250,11 @@ func (ix *index) slowestHop(out []Finding, _ Options) []Finding {
 	})
 }
 
+// criticalPathFinding appends to out the critical path (see Timings): spanIds are the spans
+// on it, root first; value is the root's duration in milliseconds, which is
+// also the sum of the path's sections; service is the service of the span
+// that contributes most to the path. Nothing is reported for an empty trace
+// or a zero-length root.
 func (ix *index) criticalPathFinding(out []Finding, opts Options) []Finding {
 	r := ix.root
 	if r < 0 || ix.dur(r) == 0 {
