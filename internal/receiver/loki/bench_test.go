@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tracesift/tracesift/internal/testutil"
+
 	"github.com/golang/snappy"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -206,16 +208,6 @@ func BenchmarkDecodeLinesPlain(b *testing.B) {
 	reportLines(b)
 }
 
-// discardWriter is a reusable http.ResponseWriter.
-type discardWriter struct {
-	h    http.Header
-	code int
-}
-
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (w *discardWriter) WriteHeader(code int)        { w.code = code }
-
 // BenchmarkHandlerPushProto is the receiver's whole share of a protobuf
 // push: handlePush alone (pooled body read, snappy, decoding, metrics,
 // answer), no network and no confighttp chain, a no-op next consumer.
@@ -230,16 +222,16 @@ func BenchmarkHandlerPushProto(b *testing.B) {
 	req, err := http.NewRequest(http.MethodPost, pushPath, rd)
 	require.NoError(b, err)
 	req.Header.Set("Content-Type", pbContentType)
-	w := &discardWriter{h: http.Header{}}
+	w := &testutil.DiscardWriter{H: http.Header{}}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		rd.Reset(body)
 		req.Body = io.NopCloser(rd)
-		clear(w.h)
+		clear(w.H)
 		r.handlePush(w, req)
-		if w.code != http.StatusNoContent {
-			b.Fatalf("status %d", w.code)
+		if w.Code != http.StatusNoContent {
+			b.Fatalf("status %d", w.Code)
 		}
 	}
 	reportLines(b)

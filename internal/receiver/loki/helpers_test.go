@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracesift/tracesift/internal/testutil"
+
 	"github.com/golang/snappy"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -18,7 +20,6 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -100,45 +101,19 @@ func (e *testEnv) url(path string) string {
 // read.
 func (e *testEnv) post(t testing.TB, path, contentType, contentEncoding string, body []byte) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.url(path), bytes.NewReader(body))
-	require.NoError(t, err)
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if contentEncoding != "" {
-		req.Header.Set("Content-Encoding", contentEncoding)
-	}
-	return e.do(t, req)
+	return testutil.Post(t, e.http, e.url(path), contentType, contentEncoding, body)
 }
 
 func (e *testEnv) do(t testing.TB, req *http.Request) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := e.http.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, err = b.ReadFrom(resp.Body)
-	require.NoError(t, err)
-	return resp, b.Bytes()
+	return testutil.Do(t, e.http, req)
 }
 
 // counter is the value of an int64 counter's data point with exactly
 // attrs; 0 when there is none.
 func (e *testEnv) counter(t testing.TB, name string, attrs ...attribute.KeyValue) int64 {
 	t.Helper()
-	m, err := e.tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	sum, ok := m.Data.(metricdata.Sum[int64])
-	require.True(t, ok, "%s is a %T", name, m.Data)
-	want := attribute.NewSet(attrs...)
-	for _, dp := range sum.DataPoints {
-		if dp.Attributes.Equals(&want) {
-			return dp.Value
-		}
-	}
-	return 0
+	return testutil.Counter(t, e.tel, name, attrs...)
 }
 
 func (e *testEnv) requests(t testing.TB, ep, outcome string) int64 {

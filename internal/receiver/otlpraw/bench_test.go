@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tracesift/tracesift/internal/testutil"
+
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
@@ -112,16 +114,6 @@ func BenchmarkHTTPProtobuf(b *testing.B) {
 	})
 }
 
-// discardWriter is a reusable http.ResponseWriter.
-type discardWriter struct {
-	h    http.Header
-	code int
-}
-
-func (w *discardWriter) Header() http.Header         { return w.h }
-func (w *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (w *discardWriter) WriteHeader(code int)        { w.code = code }
-
 // BenchmarkHTTPHandlerProtobuf is the receiver's own share of the path
 // above: handleTraces alone, no network, no client, no confighttp chain.
 func BenchmarkHTTPHandlerProtobuf(b *testing.B) {
@@ -131,16 +123,16 @@ func BenchmarkHTTPHandlerProtobuf(b *testing.B) {
 	req, err := http.NewRequest(http.MethodPost, "/v1/traces", rd)
 	require.NoError(b, err)
 	req.Header.Set("Content-Type", pbContentType)
-	w := &discardWriter{h: http.Header{}}
+	w := &testutil.DiscardWriter{H: http.Header{}}
 	b.ReportAllocs()
 	b.SetBytes(int64(len(body)))
 	for b.Loop() {
 		rd.Reset(body)
 		req.Body = io.NopCloser(rd)
-		clear(w.h)
+		clear(w.H)
 		r.handleTraces(w, req)
-		if w.code != http.StatusOK {
-			b.Fatalf("status %d", w.code)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d", w.Code)
 		}
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracesift/tracesift/internal/testutil"
+
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -21,7 +23,6 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -219,28 +220,17 @@ func (e *testEnv) url(path string) string {
 	return "http://" + e.r.httpAddr.String() + path
 }
 
-// post sends body with the given Content-Type (and Content-Encoding, when
-// not empty) and returns the response with its body read.
+// post sends body with the given Content-Type (none when empty) and
+// Content-Encoding (when not empty) and returns the response with its body
+// read.
 func (e *testEnv) post(t testing.TB, path, contentType, contentEncoding string, body []byte) (*http.Response, []byte) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, e.url(path), bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("Content-Type", contentType)
-	if contentEncoding != "" {
-		req.Header.Set("Content-Encoding", contentEncoding)
-	}
-	return e.do(t, req)
+	return testutil.Post(t, e.http, e.url(path), contentType, contentEncoding, body)
 }
 
 func (e *testEnv) do(t testing.TB, req *http.Request) (*http.Response, []byte) {
 	t.Helper()
-	resp, err := e.http.Do(req)
-	require.NoError(t, err)
-	defer resp.Body.Close()
-	var b bytes.Buffer
-	_, err = b.ReadFrom(resp.Body)
-	require.NoError(t, err)
-	return resp, b.Bytes()
+	return testutil.Do(t, e.http, req)
 }
 
 // testTraces builds a request of n spans over two services, with the
@@ -354,17 +344,5 @@ func nopHost() component.Host { return componenttest.NewNopHost() }
 // attrs; 0 when there is none.
 func counterValue(t testing.TB, e *testEnv, name string, attrs ...attribute.KeyValue) int64 {
 	t.Helper()
-	m, err := e.tel.GetMetric(name)
-	if err != nil {
-		return 0
-	}
-	sum, ok := m.Data.(metricdata.Sum[int64])
-	require.True(t, ok, "%s is a %T", name, m.Data)
-	want := attribute.NewSet(attrs...)
-	for _, dp := range sum.DataPoints {
-		if dp.Attributes.Equals(&want) {
-			return dp.Value
-		}
-	}
-	return 0
+	return testutil.Counter(t, e.tel, name, attrs...)
 }
