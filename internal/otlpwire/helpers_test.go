@@ -85,10 +85,13 @@ func refServiceName(res pcommon.Resource) string {
 	return v.AsString()
 }
 
+// testHostKeys name a host as the store does.
+var testHostKeys = []string{"host.name", "host.id", "k8s.pod.name"}
+
 // refHostName is how the store names a resource's host, except for arrays
 // and maps, which Scan does not use (see Resource.HostName).
 func refHostName(res pcommon.Resource) string {
-	for _, k := range []string{"host.name", "host.id", "k8s.pod.name"} {
+	for _, k := range testHostKeys {
 		v, ok := res.Attributes().Get(k)
 		if !ok || v.Type() == pcommon.ValueTypeMap || v.Type() == pcommon.ValueTypeSlice {
 			continue

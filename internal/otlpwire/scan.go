@@ -58,9 +58,10 @@ type Resource struct {
 	// that); empty when absent, and also when the value is an array or a
 	// map, which pdata renders as JSON.
 	ServiceName []byte
-	// HostName names the host as the store does: the first host.name
-	// attribute, else host.id, else k8s.pod.name, rendered like ServiceName
-	// (an array or map value does not count); empty when none is set.
+	// HostName names the host: the value of the first of Request.HostKeys
+	// that the resource sets (the first attribute of that key, not empty),
+	// rendered like ServiceName (an array or map value does not count);
+	// empty when none is set.
 	HostName []byte
 	// SchemaURL is the ResourceSpans' schema_url.
 	SchemaURL []byte
@@ -84,6 +85,11 @@ type Request struct {
 	Resources []Resource
 	Scopes    []Scope
 	Spans     []Span
+
+	// HostKeys are the resource attributes that name a host, best first (at
+	// most maxHostKeys count), set by the caller before Scan: Resource.HostName
+	// is read from them. None: HostName stays empty.
+	HostKeys []string
 
 	// scratch holds the rare values that cannot alias the request: merged
 	// repeated messages, non-string service names. Slices of it stay valid
@@ -232,19 +238,20 @@ func (r *Request) concat(a, b []byte) []byte {
 // (whose resource field may repeat).
 type resourceState struct {
 	foundService bool
-	hostRank     int     // rank (hostKeyRank) of the attribute HostName came from; 0: none yet
-	hostSeen     [4]bool // by rank: only the first attribute of a key counts, as with pdata's Map.Get
+	hostRank     int                   // rank (hostKeyRank) of the attribute HostName came from; 0: none yet
+	hostSeen     [maxHostKeys + 1]bool // by rank: only the first attribute of a key counts, as with pdata's Map.Get
 }
 
-// hostKeyRank ranks the attributes that name a host, best first.
-func hostKeyRank(key []byte) int {
-	switch string(key) {
-	case "host.name":
-		return 3
-	case "host.id":
-		return 2
-	case "k8s.pod.name":
-		return 1
+// maxHostKeys bounds Request.HostKeys.
+const maxHostKeys = 4
+
+// hostKeyRank ranks key among r.HostKeys, the best highest; 0 when it is
+// not one of them.
+func (r *Request) hostKeyRank(key []byte) int {
+	for i, k := range r.HostKeys[:min(len(r.HostKeys), maxHostKeys)] {
+		if string(key) == k {
+			return maxHostKeys - i
+		}
 	}
 	return 0
 }
@@ -270,9 +277,9 @@ func (r *Request) scanResource(b []byte, base, ri int, st *resourceState) *Error
 			if !st.foundService && string(kv.key) == serviceNameKey {
 				st.foundService = true
 				r.Resources[ri].ServiceName = r.asString(&kv.val)
-			} else if rank := hostKeyRank(kv.key); rank > 0 && !st.hostSeen[rank] {
+			} else if rank := r.hostKeyRank(kv.key); rank > 0 && !st.hostSeen[rank] {
 				st.hostSeen[rank] = true
-				// Like the store, an empty value does not name the host.
+				// An empty value does not name the host.
 				if v := r.asString(&kv.val); len(v) > 0 && rank > st.hostRank {
 					st.hostRank = rank
 					r.Resources[ri].HostName = v

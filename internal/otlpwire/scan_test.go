@@ -15,7 +15,7 @@ import (
 func TestScanMatchesPdata(t *testing.T) {
 	td := richTraces(t)
 	req := marshal(t, td)
-	var r Request
+	r := Request{HostKeys: testHostKeys}
 	require.NoError(t, Scan(req, &r))
 	require.Len(t, r.Spans, 4*2*3+1)
 	checkAgainstPdata(t, td, &r)
@@ -39,14 +39,14 @@ func TestScanServiceNameRendering(t *testing.T) {
 		require.NoError(t, rs.Resource().Attributes().FromRaw(map[string]any{"service.name": v}))
 		rs.Resource().Attributes().PutStr("service.name.other", "no")
 		rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-		var r Request
+		r := Request{HostKeys: testHostKeys}
 		require.NoError(t, Scan(marshal(t, td), &r))
 		assert.Equal(t, refServiceName(rs.Resource()), string(r.Resources[0].ServiceName), "%#v", v)
 	}
 }
 
 func TestScanEmpty(t *testing.T) {
-	var r Request
+	r := Request{HostKeys: testHostKeys}
 	require.NoError(t, Scan(nil, &r))
 	assert.Empty(t, r.Spans)
 	assert.Empty(t, AppendRequest(nil, nil, nil, nil))
@@ -144,7 +144,7 @@ func TestTimeoutMatchesTailsamplerTable(t *testing.T) {
 			}
 			require.Equal(t, tt.want, refIsTimeoutSpan(span), "reference copy of tailsampler")
 
-			var r Request
+			r := Request{HostKeys: testHostKeys}
 			require.NoError(t, Scan(marshal(t, td), &r))
 			require.Len(t, r.Spans, 1)
 			assert.Equal(t, tt.want, r.Spans[0].Timeout)
@@ -208,7 +208,7 @@ func request(spanFields ...[]byte) []byte {
 // both accept, on every extracted field.
 func scanAgainstPdata(t *testing.T, req []byte) (*Request, error) {
 	t.Helper()
-	var r Request
+	r := Request{HostKeys: testHostKeys}
 	err := Scan(req, &r)
 	td, perr := decodePdata(req)
 	require.Equal(t, perr == nil, err == nil, "Scan: %v; pdata: %v", err, perr)
@@ -341,7 +341,7 @@ func TestScanDeprecatedScopeSpans(t *testing.T) {
 
 func TestScanDoesNotAllocate(t *testing.T) {
 	req := benchRequest(t)
-	var r Request
+	r := Request{HostKeys: testHostKeys}
 	require.NoError(t, Scan(req, &r))
 	allocs := testing.AllocsPerRun(20, func() {
 		if err := Scan(req, &r); err != nil {
@@ -359,7 +359,7 @@ func TestScanDoesNotAllocate(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
-	var r Request
+	r := Request{HostKeys: testHostKeys}
 	require.NoError(t, Scan(marshal(t, richTraces(t)), &r))
 	spans := r.Spans[:cap(r.Spans)]
 	r.Reset()
@@ -368,7 +368,7 @@ func TestReset(t *testing.T) {
 }
 
 func TestErrorUnwrap(t *testing.T) {
-	var r Request
+	r := Request{HostKeys: testHostKeys}
 	err := Scan(request(fBytes(1, tid))[:10], &r)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrMalformed)
@@ -395,7 +395,7 @@ func TestParseKeyValueFastMatchesFields(t *testing.T) {
 	td := ptrace.NewTraces()
 	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	require.NoError(t, span.Attributes().FromRaw(map[string]any{"s": "v", "b": true, "i": int64(-1), "d": 504.0, "e": nil}))
-	var r Request
+	r := Request{HostKeys: testHostKeys}
 	require.NoError(t, Scan(marshal(t, td), &r))
 	for raw := r.Spans[0].Raw; len(raw) > 0; {
 		fl, next, f := readField(raw, 0)
@@ -453,9 +453,34 @@ func TestScanHostName(t *testing.T) {
 		sp.SetSpanID([8]byte{1})
 		b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 		require.NoError(t, err)
-		var r Request
+		r := Request{HostKeys: testHostKeys}
 		require.NoError(t, Scan(b, &r))
 		assert.Equal(t, tc.want, string(r.Resources[0].HostName), "%v", tc.attrs)
 		assert.Equal(t, refHostName(rs.Resource()), tc.want)
+	}
+}
+
+// Which attributes name the host, and in which order, is the caller's.
+func TestScanHostKeysAreTheCallers(t *testing.T) {
+	td := ptrace.NewTraces()
+	rs := td.ResourceSpans().AppendEmpty()
+	require.NoError(t, rs.Resource().Attributes().FromRaw(map[string]any{"host.name": "web-1", "k8s.pod.name": "pod", "node": "n-1"}))
+	sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	sp.SetTraceID([16]byte{1})
+	sp.SetSpanID([8]byte{1})
+	b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		keys []string
+		want string
+	}{
+		{nil, ""},
+		{[]string{"k8s.pod.name", "host.name"}, "pod"},
+		{[]string{"missing", "node"}, "n-1"},
+		{[]string{"a", "b", "c", "d", "host.name"}, ""}, // past maxHostKeys
+	} {
+		r := Request{HostKeys: tc.keys}
+		require.NoError(t, Scan(b, &r))
+		assert.Equal(t, tc.want, string(r.Resources[0].HostName), "%v", tc.keys)
 	}
 }

@@ -12,10 +12,13 @@ func ServiceName(attrs pcommon.Map) string {
 	return "unknown_service"
 }
 
+// HostKeys are the resource attributes that name a host, best first.
+var HostKeys = []string{"host.name", "host.id", "k8s.pod.name"}
+
 // HostName is the host a resource's spans and logs are stored under: the
-// first of host.name, host.id and k8s.pod.name that is set, or "".
+// first of HostKeys that is set, or "".
 func HostName(attrs pcommon.Map) string {
-	for _, k := range []string{"host.name", "host.id", "k8s.pod.name"} {
+	for _, k := range HostKeys {
 		if v, ok := attrs.Get(k); ok && v.AsString() != "" {
 			return v.AsString()
 		}

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
+	"github.com/tracesift/tracesift/internal/store"
 )
 
 var (
@@ -134,7 +135,7 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		return nil, fmt.Errorf("tracesift_sampler: creating self-metrics: %w", err)
 	}
 	p.scratch.New = func() any {
-		return &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n)}
+		return &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n), req: otlpwire.Request{HostKeys: store.HostKeys}}
 	}
 	return p, nil
 }
