@@ -77,6 +77,17 @@ func (a *api) getTrace(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// answer writes v with 200, or, when the store failed (err), logs err and
+// answers 500 saying what failed (e.g. "searching logs").
+func (a *api) answer(w http.ResponseWriter, what string, v any, err error) {
+	if err != nil {
+		a.logger.Error(what+" failed", zap.Error(err))
+		writeError(w, http.StatusInternalServerError, what+" failed; see the server log")
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
 func writeError(w http.ResponseWriter, code int, msg string) {
 	writeJSON(w, code, errorBody{Error: msg})
 }

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -39,16 +37,11 @@ func (a *api) getFindings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sums, err := a.reader.GetFindingSummaries(r.Context(), f)
-	if err != nil {
-		a.logger.Error("aggregating findings failed", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, "aggregating findings failed; see the server log")
-		return
-	}
-	writeJSON(w, http.StatusOK, struct {
+	a.answer(w, "aggregating findings", struct {
 		Start    int64                  `json:"start,string"`
 		End      int64                  `json:"end,string"`
 		Findings []store.FindingSummary `json:"findings"`
-	}{f.Start, f.End, sums})
+	}{f.Start, f.End, sums}, err)
 }
 
 // window reads the `start`, `end` and `limit` parameters shared by the

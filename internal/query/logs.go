@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -53,14 +51,9 @@ func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	logs, err := a.reader.SearchLogs(r.Context(), f)
-	if err != nil {
-		a.logger.Error("searching logs failed", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, "searching logs failed; see the server log")
-		return
-	}
-	writeJSON(w, http.StatusOK, struct {
+	a.answer(w, "searching logs", struct {
 		Start int64             `json:"start,string"`
 		End   int64             `json:"end,string"`
 		Logs  []store.SearchLog `json:"logs"`
-	}{f.Start, f.End, logs})
+	}{f.Start, f.End, logs}, err)
 }

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -77,14 +75,9 @@ func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	traces, err := a.reader.SearchTraces(r.Context(), f)
-	if err != nil {
-		a.logger.Error("searching traces failed", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, "searching traces failed; see the server log")
-		return
-	}
-	writeJSON(w, http.StatusOK, struct {
+	a.answer(w, "searching traces", struct {
 		Traces []store.TraceSummary `json:"traces"`
-	}{traces})
+	}{traces}, err)
 }
 
 // listServices serves GET /api/v1/services: the services of the traces
@@ -96,7 +89,7 @@ func (a *api) listServices(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	names, err := a.reader.Services(r.Context(), start, end)
-	a.writeNames(w, "services", names, err)
+	a.answer(w, "listing services", map[string][]string{"services": names}, err)
 }
 
 // listOperations serves GET /api/v1/services/{service}/operations: the span
@@ -113,16 +106,7 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	names, err := a.reader.Operations(r.Context(), service, start, end)
-	a.writeNames(w, "operations", names, err)
-}
-
-func (a *api) writeNames(w http.ResponseWriter, what string, names []string, err error) {
-	if err != nil {
-		a.logger.Error("listing "+what+" failed", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, "listing "+what+" failed; see the server log")
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string][]string{what: names})
+	a.answer(w, "listing operations", map[string][]string{"operations": names}, err)
 }
 
 // attributeFilters reads the attr.KEY=VALUE parameters of q, in a stable
