@@ -96,12 +96,8 @@ var supportedTypes = [numEndpoints]string{
 // handlePush serves POST /loki/api/v1/push: Loki's push API.
 func (r *lokiReceiver) handlePush(w http.ResponseWriter, req *http.Request) {
 	now := pcommon.NewTimestampFromTime(r.clock())
-	if !r.checkMethod(w, req, endpointPush) {
-		return
-	}
-	format, ok := pushFormat(req.Header.Get("Content-Type"))
+	format, ok := r.begin(w, req, endpointPush, pushFormat)
 	if !ok {
-		r.unsupportedType(w, req, endpointPush)
 		return
 	}
 	body, ok := r.readBody(w, req, endpointPush)
@@ -204,12 +200,8 @@ type linesAnswer struct {
 // plain-text or NDJSON body, one record a line.
 func (r *lokiReceiver) handleLines(w http.ResponseWriter, req *http.Request) {
 	now := pcommon.NewTimestampFromTime(r.clock())
-	if !r.checkMethod(w, req, endpointLines) {
-		return
-	}
-	format, ok := linesFormat(req.Header.Get("Content-Type"))
+	format, ok := r.begin(w, req, endpointLines, linesFormat)
 	if !ok {
-		r.unsupportedType(w, req, endpointLines)
 		return
 	}
 	service, host, err := linesQuery(req.URL.RawQuery)
@@ -330,9 +322,20 @@ func (r *lokiReceiver) checkMethod(w http.ResponseWriter, req *http.Request, ep 
 	return false
 }
 
-func (r *lokiReceiver) unsupportedType(w http.ResponseWriter, req *http.Request, ep endpoint) {
-	r.reject(w, req, ep, warnUnsupported, http.StatusUnsupportedMediaType,
-		fmt.Sprintf("unsupported Content-Type %q, supported: %s", req.Header.Get("Content-Type"), supportedTypes[ep]))
+// begin checks a request's method and its Content-Type, which formatOf
+// reads into the body's format; on failure it has answered.
+func (r *lokiReceiver) begin(w http.ResponseWriter, req *http.Request, ep endpoint,
+	formatOf func(contentType string) (bodyFormat, bool)) (bodyFormat, bool) {
+	if !r.checkMethod(w, req, ep) {
+		return 0, false
+	}
+	format, ok := formatOf(req.Header.Get("Content-Type"))
+	if !ok {
+		r.reject(w, req, ep, warnUnsupported, http.StatusUnsupportedMediaType,
+			fmt.Sprintf("unsupported Content-Type %q, supported: %s", req.Header.Get("Content-Type"), supportedTypes[ep]))
+		return 0, false
+	}
+	return format, true
 }
 
 // readBody reads the (decompressed) body into a pooled buffer, which the
