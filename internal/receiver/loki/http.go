@@ -106,9 +106,8 @@ func (r *lokiReceiver) handlePush(w http.ResponseWriter, req *http.Request) {
 	}
 	defer r.bodies.Put(body)
 
-	d := r.getDecoder()
+	d := r.getDecoder(now)
 	defer r.putDecoder(d)
-	d.reset(now)
 	ld := plog.NewLogs()
 	raw := body.Bytes()
 	var err error
@@ -215,9 +214,8 @@ func (r *lokiReceiver) handleLines(w http.ResponseWriter, req *http.Request) {
 	}
 	defer r.bodies.Put(body)
 
-	d := r.getDecoder()
+	d := r.getDecoder(now)
 	defer r.putDecoder(d)
-	d.reset(now)
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	attrs := rl.Resource().Attributes()

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -157,11 +159,14 @@ func snappyRemoved(req *http.Request) bool {
 // maxPooledScratch bounds the scratch buffers a pooled decoder keeps.
 const maxPooledScratch = 1 << 20
 
-func (r *lokiReceiver) getDecoder() *decoder {
-	if d, _ := r.decoders.Get().(*decoder); d != nil {
-		return d
+// getDecoder returns a pooled decoder set for a request received at now.
+func (r *lokiReceiver) getDecoder(now pcommon.Timestamp) *decoder {
+	d, _ := r.decoders.Get().(*decoder)
+	if d == nil {
+		d = newDecoder(r.cfg.MaxLineBytes)
 	}
-	return newDecoder(r.cfg.MaxLineBytes)
+	d.reset(now)
+	return d
 }
 
 func (r *lokiReceiver) putDecoder(d *decoder) {
