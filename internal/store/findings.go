@@ -66,12 +66,8 @@ func insertBlock[T any](ctx context.Context, conn Conn, table, what string, defs
 	if len(span.times) == 0 {
 		return nil
 	}
-	groups := []dayRange{allDays}
-	if !span.fits() {
-		groups = dayGroups(span.times)
-	}
 	var b nativeBlock
-	for _, days := range groups {
+	for _, days := range span.groups() {
 		b.reset(defs)
 		for i := range rows {
 			if t := time(&rows[i]); t >= notBefore && days.has(t) {

@@ -54,6 +54,15 @@ func (s *daySpan) fits() bool {
 	return len(s.times) == 0 || s.last/nanosPerDay-s.first/nanosPerDay < maxDaysPerInsert
 }
 
+// groups are the ranges of days to insert the rows in: all of them at once
+// when they fit in one insert.
+func (s *daySpan) groups() []dayRange {
+	if s.fits() {
+		return []dayRange{allDays}
+	}
+	return dayGroups(s.times)
+}
+
 // dayGroups splits the days of times (Unix nanoseconds, in any order) into
 // ranges of at most maxDaysPerInsert days that have rows, in order.
 func dayGroups(times []uint64) []dayRange {

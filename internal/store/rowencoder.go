@@ -260,9 +260,8 @@ func (e *rowEncoder) appendSpanRow(scope pcommon.InstrumentationScope, s ptrace.
 }
 
 // appendLogRow appends lr, of the current resource, as a row of the logs
-// table (see logRow).
-func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.LogRecord) {
-	ts, observed := logTimes(lr)
+// table (see logRow); ts and observed are its times as logTimes gives them.
+func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.LogRecord, ts, observed uint64) {
 	traceID, spanID := lr.TraceID(), lr.SpanID()
 	if traceID.IsEmpty() {
 		spanID = pcommon.NewSpanIDEmpty() // a span id means nothing without its trace

@@ -147,11 +147,7 @@ func writeByDays(cols []nativeColumnDef, encode func(e *rowEncoder, days dayRang
 	if st.Written == 0 {
 		return st, nil
 	}
-	groups := []dayRange{allDays}
-	if !e.days.fits() {
-		groups = dayGroups(e.days.times)
-	}
-	for _, r := range groups {
+	for _, r := range e.days.groups() {
 		n := st.Written
 		if r != allDays {
 			e.reset(cols)
@@ -252,7 +248,8 @@ func (e *rowEncoder) appendLogs(ld plog.Logs, days dayRange, notBefore uint64) W
 			sl := sls.At(j)
 			recs := sl.LogRecords()
 			for k := 0; k < recs.Len(); k++ {
-				ts, _ := logTimes(recs.At(k))
+				lr := recs.At(k)
+				ts, observed := logTimes(lr)
 				if ts < notBefore {
 					st.Expired++
 					continue
@@ -261,7 +258,7 @@ func (e *rowEncoder) appendLogs(ld plog.Logs, days dayRange, notBefore uint64) W
 					continue
 				}
 				e.days.add(ts)
-				e.appendLogRow(sl.Scope(), recs.At(k))
+				e.appendLogRow(sl.Scope(), lr, ts, observed)
 				st.Written++
 			}
 		}

@@ -1391,10 +1391,11 @@ func BenchmarkLogRow(b *testing.B) {
 		e := getRowEncoder(logColumns)
 		defer putRowEncoder(e)
 		e.setResource(rl.Resource().Attributes())
+		ts, observed := logTimes(lr)
 		b.ReportAllocs()
 		for b.Loop() {
 			e.block.reset(logColumns)
-			e.appendLogRow(sl.Scope(), lr)
+			e.appendLogRow(sl.Scope(), lr, ts, observed)
 		}
 		b.SetBytes(int64(e.block.size()))
 	})
