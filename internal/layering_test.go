@@ -24,6 +24,10 @@ var allowedImports = map[string][]string{
 	"cmd/query": {"internal/query", "internal/store", "internal/store/server"},
 	"bench":     {},
 
+	// The domain model every stage shares: imports nothing of ours.
+	"internal/model":           {},
+	"internal/model/modeltest": {"internal/model"},
+
 	// Shared infrastructure: imports nothing of ours.
 	"internal/otlpwire": {},
 	"internal/httpbody": {},
@@ -39,18 +43,19 @@ var allowedImports = map[string][]string{
 	// The sampler. It writes nothing: internal/store gives it the rows of
 	// findings and clock offsets and how they travel with the kept spans
 	// (store.AppendAnalysis) to the exporter.
-	"internal/tailsampler":        {"internal/otlpwire", "internal/tailsampler/s2dict", "internal/analyze", "internal/clockskew", "internal/store"},
+	"internal/tailsampler": {"internal/otlpwire", "internal/tailsampler/s2dict", "internal/model", "internal/analyze",
+		"internal/clockskew", "internal/store"},
 	"internal/tailsampler/s2dict": {},
-	"internal/analyze":            {},
-	"internal/clockskew":          {"internal/analyze"},
+	"internal/analyze":            {"internal/model"},
+	"internal/clockskew":          {"internal/model", "internal/analyze"},
 
 	// The store and what writes to it or serves from it.
-	"internal/store":                    {},
+	"internal/store":                    {"internal/model"},
 	"internal/store/embedded":           {"internal/store"},
 	"internal/store/server":             {"internal/store"},
 	"internal/extension/storeextension": {"internal/store", "internal/store/embedded", "internal/store/server"},
 	"internal/exporter/storeexporter":   {"internal/store", "internal/extension/storeextension"},
-	"internal/query":                    {"internal/analyze", "internal/clockskew", "internal/store"},
+	"internal/query":                    {"internal/model", "internal/clockskew", "internal/store"},
 	"internal/extension/queryextension": {"internal/query", "internal/extension/storeextension"},
 }
 

@@ -37,7 +37,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/query"
 )
 
 func freePort(t *testing.T) int {
@@ -154,7 +154,7 @@ service:
 	return ep
 }
 
-func getTrace(t *testing.T, ep endpoints, id string) (int, *store.Trace) {
+func getTrace(t *testing.T, ep endpoints, id string) (int, *query.Trace) {
 	t.Helper()
 	resp, err := http.Get("http://" + ep.query + "/api/v1/traces/" + id)
 	require.NoError(t, err)
@@ -162,7 +162,7 @@ func getTrace(t *testing.T, ep endpoints, id string) (int, *store.Trace) {
 	if resp.StatusCode != http.StatusOK {
 		return resp.StatusCode, nil
 	}
-	var tr store.Trace
+	var tr query.Trace
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tr))
 	return resp.StatusCode, &tr
 }
@@ -250,13 +250,13 @@ func TestEndToEnd(t *testing.T) {
 		_, late := backend.Start(childCtx, "POST /pay", trace.WithSpanKind(trace.SpanKindServer))
 		late.SetAttributes(attribute.String("payment.provider", "acme"))
 		late.End()
-		var tr *store.Trace
+		var tr *query.Trace
 		eventually(t, "the late span", func() bool {
 			var code int
 			code, tr = getTrace(t, ep, errorID)
 			return code == http.StatusOK && len(tr.Spans) == 3
 		})
-		byName := map[string]store.Span{}
+		byName := map[string]query.Span{}
 		for _, s := range tr.Spans {
 			byName[s.Name] = s
 		}
@@ -270,7 +270,7 @@ func TestEndToEnd(t *testing.T) {
 
 		// The analyzers ran on the trace when it was kept (before the late
 		// span): the error started at "call payments".
-		var origin *store.Finding
+		var origin *query.Finding
 		for i, f := range tr.Findings {
 			if f.Kind == "error_origin" {
 				origin = &tr.Findings[i]
@@ -313,7 +313,7 @@ func TestEndToEnd(t *testing.T) {
 		emit(lpGRPC, ctx, now.Add(2*time.Millisecond),
 			fmt.Sprintf("2026-11-30 10:00:00.123 [exec-1] ERROR c.e.Pay traceId=%s spanId=%s - card expired", errorID, spanHex))
 
-		var tr *store.Trace
+		var tr *query.Trace
 		eventually(t, "three logs on the trace", func() bool {
 			var code int
 			code, tr = getTrace(t, ep, errorID)
@@ -337,7 +337,7 @@ func TestEndToEnd(t *testing.T) {
 		line := fmt.Sprintf("%s [exec-2] WARN c.e.Checkout [traceId=%s spanId=%s] - from the log file\n",
 			stamp, errorID, spanHex)
 		require.NoError(t, os.WriteFile(filepath.Join(ep.logDir, "checkout.log"), []byte(line), 0o600))
-		var found *store.Log
+		var found *query.Log
 		eventually(t, "the file's line on the trace", func() bool {
 			code, tr := getTrace(t, ep, errorID)
 			if code != http.StatusOK {
@@ -376,7 +376,7 @@ func TestEndToEnd(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
 
-		byBody := map[string]store.Log{}
+		byBody := map[string]query.Log{}
 		eventually(t, "both lines on the trace", func() bool {
 			code, tr := getTrace(t, ep, errorID)
 			if code != http.StatusOK {
@@ -455,7 +455,7 @@ func TestEndToEnd(t *testing.T) {
 		})
 		q := url.Values{"service": {"backfill"}, "limit": {"1000"},
 			"start": {fmt.Sprint(now.Add(-(days + 1) * 24 * time.Hour).UnixNano())}, "end": {fmt.Sprint(now.Add(time.Minute).UnixNano())}}
-		var found struct{ Logs []store.SearchLog }
+		var found struct{ Logs []query.LogMatch }
 		eventually(t, "every backfilled line within retention", func() bool {
 			resp, err := http.Get("http://" + ep.query + "/api/v1/logs?" + q.Encode())
 			require.NoError(t, err)
@@ -493,7 +493,7 @@ func TestEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		var tr *store.Trace
+		var tr *query.Trace
 		eventually(t, "the timeout trace sent as JSON", func() bool {
 			var code int
 			code, tr = getTrace(t, ep, id)

@@ -1,5 +1,7 @@
 package analyze
 
+import "github.com/tracesift/tracesift/internal/model"
+
 // Defaults of Options, documented on its fields.
 const (
 	defaultFanoutThreshold  = 50
@@ -66,14 +68,14 @@ func (o Options) withDefaults() Options {
 // timeout, error_origin, broken_propagation, fanout; within a kind, in the
 // order each analyzer documents. A nil or empty trace has no findings (nil).
 // Analyze is safe for concurrent use and does not keep t.
-func Analyze(t *Trace, opts Options) []Finding {
+func Analyze(t *model.Trace, opts Options) []model.Finding {
 	if t == nil || len(t.Spans) == 0 {
 		return nil
 	}
 	opts = opts.withDefaults()
 	ix := newIndex(t)
 	defer ix.free()
-	var out []Finding
+	var out []model.Finding
 	out = ix.slowestHop(out, opts)
 	out = ix.criticalPathFinding(out, opts)
 	out = ix.retryFanout(out, opts)
@@ -81,5 +83,38 @@ func Analyze(t *Trace, opts Options) []Finding {
 	out = ix.errorOrigins(out, opts)
 	out = ix.brokenPropagation(out, opts)
 	out = ix.fanout(out, opts)
+	for i := range out {
+		out[i].Subject = subject(t, &out[i])
+	}
 	return out
+}
+
+// subject is what f is about, the key findings are aggregated by across
+// traces: the call edge of a retry chain ("checkout → payments POST
+// /charge"), else the operation of its first span ("checkout GET /cart").
+func subject(t *model.Trace, f *model.Finding) string {
+	if len(f.SpanIDs) == 0 {
+		return ""
+	}
+	var span *model.Span
+	for i := range t.Spans {
+		if t.Spans[i].SpanID == f.SpanIDs[0] {
+			span = &t.Spans[i]
+			break
+		}
+	}
+	if span == nil {
+		return ""
+	}
+	if f.Kind == KindRetryFanout {
+		callee := span.Attributes["peer.service"]
+		if callee == "" {
+			callee = span.Attributes["server.address"]
+		}
+		if callee != "" {
+			return span.Service + " → " + callee + " " + span.Name
+		}
+		return span.Service + " → " + span.Name
+	}
+	return span.Service + " " + span.Name
 }

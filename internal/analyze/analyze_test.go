@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 const msNanos = uint64(time.Millisecond)
@@ -14,7 +16,7 @@ func at(ms float64) uint64 { return 1_760_000_000_000_000_000 + uint64(ms*float6
 
 func TestTimingsParallelChildren(t *testing.T) {
 	g := loadGolden(t)["parallel_children"]
-	tm := Timings(&g.Trace)
+	tm := Timings(&g.Trace.Trace)
 	ms := time.Millisecond
 	if want := []time.Duration{20 * ms, 50 * ms, 60 * ms, 10 * ms}; !reflect.DeepEqual(tm.Self, want) {
 		t.Errorf("self %v, want %v", tm.Self, want)
@@ -37,7 +39,7 @@ func TestTimingsParallelChildren(t *testing.T) {
 
 func TestTimingsAsyncChild(t *testing.T) {
 	g := loadGolden(t)["async_children"]
-	tm := Timings(&g.Trace)
+	tm := Timings(&g.Trace.Trace)
 	ms := time.Millisecond
 	// The email span outlives the root: the root counts it up to its end.
 	if want := []time.Duration{15 * ms, 20 * ms, 10 * ms, 200 * ms}; !reflect.DeepEqual(tm.Self, want) {
@@ -68,14 +70,14 @@ func TestRetryCallsSpacing(t *testing.T) {
 		{ParentSpanID: root, Service: "notify", Name: "POST /push", Peer: "push-gw", SpanIDs: ids(9), Attempts: 4, Failed: 3, Retry: true,
 			Delays: []time.Duration{100 * ms, 40 * ms, 160 * ms}, Intervals: []time.Duration{150 * ms, 90 * ms, 210 * ms}, Jitter: true},
 	}
-	if got := RetryCalls(&g.Trace); !reflect.DeepEqual(got, want) {
+	if got := RetryCalls(&g.Trace.Trace); !reflect.DeepEqual(got, want) {
 		t.Errorf("got\n%s\nwant\n%s", dump(got), dump(want))
 	}
 }
 
 func TestRetryCallsHedged(t *testing.T) {
 	g := loadGolden(t)["retries_hedged"]
-	got := RetryCalls(&g.Trace)
+	got := RetryCalls(&g.Trace.Trace)
 	if len(got) != 1 {
 		t.Fatalf("got %d retry calls, want 1", len(got))
 	}
@@ -89,15 +91,15 @@ func TestRetryCallsHedged(t *testing.T) {
 
 // attemptsTrace is a root calling "GET /x" on peer "p" once per element of
 // durs (ms), waiting waits[k] ms after attempt k; attempts in failed fail.
-func attemptsTrace(durs, waits []float64, failedAttempts ...int) *Trace {
-	tr := &Trace{Spans: []Span{{SpanID: "r", Name: "root", Service: "a", Kind: KindServer, StartUnixNano: at(0), EndUnixNano: at(100000)}}}
+func attemptsTrace(durs, waits []float64, failedAttempts ...int) *model.Trace {
+	tr := &model.Trace{Spans: []model.Span{{SpanID: "r", Name: "root", Service: "a", Kind: model.KindServer, StartUnixNano: at(0), EndUnixNano: at(100000)}}}
 	t := 10.0
 	for k, d := range durs {
-		s := Span{SpanID: "c" + itoa(k), ParentSpanID: "r", Name: "GET /x", Service: "a", Kind: KindClient,
+		s := model.Span{SpanID: "c" + itoa(k), ParentSpanID: "r", Name: "GET /x", Service: "a", Kind: model.KindClient,
 			StartUnixNano: at(t), EndUnixNano: at(t + d), Attributes: map[string]string{"server.address": "p"}}
 		for _, f := range failedAttempts {
 			if f == k {
-				s.StatusCode = StatusError
+				s.StatusCode = model.StatusError
 			}
 		}
 		tr.Spans = append(tr.Spans, s)
@@ -112,7 +114,7 @@ func TestRetryCallsClassification(t *testing.T) {
 	type flags struct{ Retry, Parallel, Backoff, Jitter, Fixed bool }
 	for _, c := range []struct {
 		name      string
-		tr        *Trace
+		tr        *model.Trace
 		want      flags
 		summary   string // of the retry_fanout finding; "" for none
 		minRepeat int
@@ -159,15 +161,15 @@ func TestRetryCallsClassification(t *testing.T) {
 func TestAnalyzeMatchesAnalyzers(t *testing.T) {
 	for name, g := range loadGolden(t) {
 		opts := DefaultOptions()
-		var want []Finding
+		var want []model.Finding
 		for _, a := range analyzers {
-			want = append(want, runOne(&g.Trace, opts, a.run)...)
+			want = append(want, runOne(&g.Trace.Trace, opts, a.run)...)
 		}
-		if got := Analyze(&g.Trace, opts); !reflect.DeepEqual(got, want) {
+		if got := Analyze(&g.Trace.Trace, opts); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: Analyze\n%s\nanalyzers one by one\n%s", name, dump(got), dump(want))
 		}
 		// Deterministic, and the pooled index leaves nothing behind.
-		if again := Analyze(&g.Trace, opts); !reflect.DeepEqual(again, want) {
+		if again := Analyze(&g.Trace.Trace, opts); !reflect.DeepEqual(again, want) {
 			t.Errorf("%s: second run differs", name)
 		}
 	}
@@ -206,25 +208,25 @@ func TestFormatting(t *testing.T) {
 }
 
 // span is a test span over [s, e] milliseconds.
-func span(id, parent, svc string, kind Kind, s, e float64) Span {
-	return Span{SpanID: id, ParentSpanID: parent, Name: "op " + id, Service: svc, Kind: kind, StartUnixNano: at(s), EndUnixNano: at(e)}
+func span(id, parent, svc string, kind model.Kind, s, e float64) model.Span {
+	return model.Span{SpanID: id, ParentSpanID: parent, Name: "op " + id, Service: svc, Kind: kind, StartUnixNano: at(s), EndUnixNano: at(e)}
 }
 
 func TestSlowestHopTies(t *testing.T) {
 	// g and c2 both spend 29 ms in themselves; c2 starts first, although g
 	// comes first in a depth-first walk.
-	tr := &Trace{Spans: []Span{
-		span("r", "", "a", KindServer, 10, 42),
-		span("c1", "r", "a", KindInternal, 10, 42),
-		span("g", "c1", "a", KindInternal, 13, 42),
-		span("c2", "r", "a", KindInternal, 12, 41),
+	tr := &model.Trace{Spans: []model.Span{
+		span("r", "", "a", model.KindServer, 10, 42),
+		span("c1", "r", "a", model.KindInternal, 10, 42),
+		span("g", "c1", "a", model.KindInternal, 13, 42),
+		span("c2", "r", "a", model.KindInternal, 12, 41),
 	}}
 	fs := runOne(tr, Options{}, (*index).slowestHop)
 	if len(fs) != 1 || fs[0].SpanIDs[0] != "c2" || fs[0].Value != 29 {
 		t.Errorf("got %s, want c2 with 29 ms", dump(fs))
 	}
 	// Equal self time and start: the first in the trace.
-	tr = &Trace{Spans: []Span{span("r", "", "a", KindServer, 0, 10), span("x", "r", "a", KindClient, 0, 5), span("y", "r", "a", KindClient, 5, 10), span("z", "", "a", KindServer, 0, 5)}}
+	tr = &model.Trace{Spans: []model.Span{span("r", "", "a", model.KindServer, 0, 10), span("x", "r", "a", model.KindClient, 0, 5), span("y", "r", "a", model.KindClient, 5, 10), span("z", "", "a", model.KindServer, 0, 5)}}
 	if fs := runOne(tr, Options{}, (*index).slowestHop); len(fs) != 1 || fs[0].SpanIDs[0] != "x" {
 		t.Errorf("got %s, want x", dump(fs))
 	}
@@ -233,16 +235,16 @@ func TestSlowestHopTies(t *testing.T) {
 func TestRootChoice(t *testing.T) {
 	for _, c := range []struct {
 		name  string
-		spans []Span
+		spans []model.Span
 		root  int
 	}{
-		{"longest root", []Span{span("a", "", "s", KindServer, 5, 10), span("b", "", "s", KindServer, 0, 20)}, 1},
-		{"equal length: earliest start", []Span{span("a", "", "s", KindServer, 5, 15), span("b", "", "s", KindServer, 0, 10)}, 1},
-		{"equal length and start: first", []Span{span("a", "", "s", KindServer, 0, 10), span("b", "", "s", KindServer, 0, 10)}, 0},
-		{"a true root beats a longer orphan", []Span{span("a", "lost", "s", KindServer, 0, 50), span("b", "", "s", KindServer, 0, 10)}, 1},
-		{"no root: longest orphan", []Span{span("a", "lost", "s", KindServer, 0, 5), span("b", "lost", "s", KindServer, 1, 50)}, 1},
+		{"longest root", []model.Span{span("a", "", "s", model.KindServer, 5, 10), span("b", "", "s", model.KindServer, 0, 20)}, 1},
+		{"equal length: earliest start", []model.Span{span("a", "", "s", model.KindServer, 5, 15), span("b", "", "s", model.KindServer, 0, 10)}, 1},
+		{"equal length and start: first", []model.Span{span("a", "", "s", model.KindServer, 0, 10), span("b", "", "s", model.KindServer, 0, 10)}, 0},
+		{"a true root beats a longer orphan", []model.Span{span("a", "lost", "s", model.KindServer, 0, 50), span("b", "", "s", model.KindServer, 0, 10)}, 1},
+		{"no root: longest orphan", []model.Span{span("a", "lost", "s", model.KindServer, 0, 5), span("b", "lost", "s", model.KindServer, 1, 50)}, 1},
 	} {
-		if got := Timings(&Trace{Spans: c.spans}).Root; got != c.root {
+		if got := Timings(&model.Trace{Spans: c.spans}).Root; got != c.root {
 			t.Errorf("%s: root %d, want %d", c.name, got, c.root)
 		}
 	}
@@ -250,7 +252,7 @@ func TestRootChoice(t *testing.T) {
 
 func TestLoopsAreCut(t *testing.T) {
 	g := loadGolden(t)["end_before_start_and_loops"]
-	tm := Timings(&g.Trace)
+	tm := Timings(&g.Trace.Trace)
 	ms := time.Millisecond
 	// r, the zero-length span, b, then x and y naming each other (the loop
 	// is cut at x, which keeps y as its child) and s naming itself.
@@ -263,14 +265,14 @@ func TestRetryCalleeNeverReported(t *testing.T) {
 	// Two attempts timed out before the callee reported; the third reached
 	// it: one call of three attempts, not two calls.
 	tr := attemptsTrace([]float64{10, 10, 10}, []float64{5, 5}, 0, 1)
-	tr.Spans = append(tr.Spans, Span{SpanID: "srv", ParentSpanID: "c2", Name: "GET /x", Service: "inv", Kind: KindServer,
+	tr.Spans = append(tr.Spans, model.Span{SpanID: "srv", ParentSpanID: "c2", Name: "GET /x", Service: "inv", Kind: model.KindServer,
 		StartUnixNano: tr.Spans[3].StartUnixNano + 1, EndUnixNano: tr.Spans[3].EndUnixNano - 1})
 	rcs := RetryCalls(tr)
 	if len(rcs) != 1 || rcs[0].Attempts != 3 || rcs[0].Peer != "inv" || !rcs[0].Retry || !rcs[0].FixedInterval {
 		t.Errorf("got %s, want one retried call of 3 attempts to inv", dump(rcs))
 	}
 	// Same name and peer attribute but two different callees: two calls.
-	tr.Spans = append(tr.Spans, Span{SpanID: "srv2", ParentSpanID: "c1", Name: "GET /x", Service: "other", Kind: KindServer,
+	tr.Spans = append(tr.Spans, model.Span{SpanID: "srv2", ParentSpanID: "c1", Name: "GET /x", Service: "other", Kind: model.KindServer,
 		StartUnixNano: tr.Spans[2].StartUnixNano + 1, EndUnixNano: tr.Spans[2].EndUnixNano - 1})
 	if rcs := RetryCalls(tr); len(rcs) != 0 {
 		t.Errorf("got %s, want none (c0 alone, c1 to other, c2 to inv)", dump(rcs))
@@ -280,7 +282,7 @@ func TestRetryCalleeNeverReported(t *testing.T) {
 // analyzers are the analyzers in the order Analyze runs them.
 var analyzers = []struct {
 	name string
-	run  func(ix *index, out []Finding, opts Options) []Finding
+	run  func(ix *index, out []model.Finding, opts Options) []model.Finding
 }{
 	{"SlowestHop", (*index).slowestHop}, {"CriticalPath", (*index).criticalPathFinding}, {"RetryFanout", (*index).retryFanout},
 	{"Timeouts", (*index).timeouts}, {"ErrorOrigins", (*index).errorOrigins}, {"BrokenPropagation", (*index).brokenPropagation},
@@ -288,8 +290,12 @@ var analyzers = []struct {
 }
 
 // runOne runs one analyzer on t, as Analyze does with all of them.
-func runOne(t *Trace, opts Options, analyzer func(ix *index, out []Finding, opts Options) []Finding) []Finding {
+func runOne(t *model.Trace, opts Options, analyzer func(ix *index, out []model.Finding, opts Options) []model.Finding) []model.Finding {
 	ix := newIndex(t)
 	defer ix.free()
-	return analyzer(ix, nil, opts.withDefaults())
+	out := analyzer(ix, nil, opts.withDefaults())
+	for i := range out {
+		out[i].Subject = subject(t, &out[i])
+	}
+	return out
 }

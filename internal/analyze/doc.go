@@ -5,12 +5,10 @@
 // large fan-out. The query API returns their output as `findings[]` from the
 // store's findings table.
 //
-// Analyze runs them all; each one is also exported on its own (SlowestHop,
-// CriticalPath, RetryFanout, Timeouts, ErrorOrigins, BrokenPropagation,
-// Fanout), and Timings and RetryCalls expose the structured results behind
-// the findings. Everything here is a pure function over a Trace — no I/O, no
-// clocks, no globals besides a pool of scratch buffers — so the package is
-// tested with golden traces under testdata/.
+// Analyze runs them all; Timings and RetryCalls expose the structured
+// results behind the findings. Everything here is a pure function over a
+// model.Trace — no I/O, no clocks, no globals besides a pool of scratch
+// buffers — so the package is tested with golden traces under testdata/.
 //
 // The analyzers run in the tail sampler's hot path on every kept trace, so a
 // trace is indexed once (span id to position, children lists sorted by start
@@ -21,8 +19,10 @@
 // # Findings
 //
 // Every finding names the spans it is about (lowercase hex span ids, at most
-// Options.MaxSpanIDs of them), the service it is about, a value and a one
-// sentence summary:
+// Options.MaxSpanIDs of them), the service it is about, its subject (the
+// call edge of a retry chain, else the operation of its first span: the key
+// findings are aggregated by across traces), a value and a one sentence
+// summary:
 //
 //   - slowest_hop: the span with the largest self time; value in ms.
 //   - critical_path: the spans that determined the end-to-end latency, root

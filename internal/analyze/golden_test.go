@@ -8,12 +8,15 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/model/modeltest"
 )
 
 // golden is one file of testdata/: a trace and the findings expected of it.
 type golden struct {
-	Description string `json:"description"`
-	Trace       Trace  `json:"trace"`
+	Description string          `json:"description"`
+	Trace       modeltest.Trace `json:"trace"`
 	check
 	// Variants check the same trace again with other options or kinds.
 	Variants []check `json:"variants"`
@@ -36,6 +39,8 @@ type wantFound struct {
 	Kind    string   `json:"kind"`
 	SpanIDs []string `json:"spanIds"`
 	Service string   `json:"service"`
+	// Subject, when set, is compared exactly.
+	Subject string   `json:"subject"`
 	Value   float64  `json:"value"`
 	Summary []string `json:"summary"`
 }
@@ -78,7 +83,7 @@ func TestGolden(t *testing.T) {
 				if c.Options != nil {
 					opts = *c.Options
 				}
-				got := Analyze(&g.Trace, opts)
+				got := Analyze(&g.Trace.Trace, opts)
 				checkFindings(t, got, c)
 				checkSane(t, got)
 			})
@@ -87,9 +92,9 @@ func TestGolden(t *testing.T) {
 }
 
 // checkFindings compares got, restricted to c.Kinds, with c.Want in order.
-func checkFindings(t *testing.T, got []Finding, c check) {
+func checkFindings(t *testing.T, got []model.Finding, c check) {
 	t.Helper()
-	var sel []Finding
+	var sel []model.Finding
 	for _, f := range got {
 		if len(c.Kinds) == 0 || slices.Contains(c.Kinds, f.Kind) {
 			sel = append(sel, f)
@@ -100,7 +105,8 @@ func checkFindings(t *testing.T, got []Finding, c check) {
 	}
 	for k := 0; k < min(len(sel), len(c.Want)); k++ {
 		g, w := sel[k], c.Want[k]
-		if g.Kind != w.Kind || g.Service != w.Service || g.Value != w.Value || !slices.Equal(g.SpanIDs, w.SpanIDs) {
+		if g.Kind != w.Kind || g.Service != w.Service || g.Value != w.Value || !slices.Equal(g.SpanIDs, w.SpanIDs) ||
+			w.Subject != "" && g.Subject != w.Subject {
 			t.Errorf("finding %d:\n got  %s\n want %s", k, dump(g), dump(w))
 		}
 		if g.Summary == "" {
@@ -115,7 +121,7 @@ func checkFindings(t *testing.T, got []Finding, c check) {
 }
 
 // checkSane checks what must hold of any finding.
-func checkSane(t *testing.T, got []Finding) {
+func checkSane(t *testing.T, got []model.Finding) {
 	t.Helper()
 	for _, f := range got {
 		if math.IsNaN(f.Value) || math.IsInf(f.Value, 0) || f.Value < 0 {

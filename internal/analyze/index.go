@@ -3,6 +3,8 @@ package analyze
 import (
 	"slices"
 	"sync"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // Span flags of the index.
@@ -17,7 +19,7 @@ const (
 // index is a trace indexed once and shared by all analyzers: positions are
 // indexes into Trace.Spans, stored as int32 to halve the slices.
 type index struct {
-	t *Trace
+	t *model.Trace
 	n int
 
 	start, end []uint64 // end >= start (end < start counts as zero-length)
@@ -63,7 +65,7 @@ type index struct {
 var indexPool = sync.Pool{New: func() any { return new(index) }}
 
 // newIndex indexes t with pooled buffers; release it with free.
-func newIndex(t *Trace) *index {
+func newIndex(t *model.Trace) *index {
 	ix := indexPool.Get().(*index)
 	ix.build(t)
 	return ix
@@ -88,10 +90,10 @@ func sized[T any](s []T, n int) []T {
 	return s
 }
 
-func (ix *index) build(t *Trace) {
+func (ix *index) build(t *model.Trace) {
 	ix.t = t
 	ix.selfDone = false
-	var spans []Span
+	var spans []model.Span
 	if t != nil {
 		spans = t.Spans
 	}
@@ -137,12 +139,12 @@ func (ix *index) build(t *Trace) {
 		// spans): the SERVER becomes the CLIENT's child and owns the id.
 		first := &spans[j]
 		switch {
-		case ix.flags[j]&flagPaired == 0 && first.Kind == KindClient && s.Kind == KindServer:
+		case ix.flags[j]&flagPaired == 0 && first.Kind == model.KindClient && s.Kind == model.KindServer:
 			ix.shared[i] = j
 			ix.ids.slots[slot] = int32(i)
 			ix.flags[i] |= flagPaired
 			ix.flags[j] |= flagPaired
-		case ix.flags[j]&flagPaired == 0 && first.Kind == KindServer && s.Kind == KindClient:
+		case ix.flags[j]&flagPaired == 0 && first.Kind == model.KindServer && s.Kind == model.KindClient:
 			ix.shared[j] = int32(i)
 			ix.flags[i] |= flagPaired
 			ix.flags[j] |= flagPaired
@@ -325,7 +327,7 @@ func (ix *index) children(i int32) []int32 {
 func (ix *index) dur(i int32) uint64 { return ix.end[i] - ix.start[i] }
 
 // span is span i of the trace.
-func (ix *index) span(i int32) *Span { return &ix.t.Spans[i] }
+func (ix *index) span(i int32) *model.Span { return &ix.t.Spans[i] }
 
 // kept reports whether span i takes part in analysis (not a dropped
 // duplicate).
@@ -360,7 +362,7 @@ func (t *idTable) reset(n int) {
 
 // find returns the slot holding id (a position of spans), or the empty slot
 // where it would go.
-func (t *idTable) find(spans []Span, id string) int {
+func (t *idTable) find(spans []model.Span, id string) int {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(id); i++ {
 		h ^= uint64(id[i])

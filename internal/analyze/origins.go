@@ -1,6 +1,10 @@
 package analyze
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/tracesift/tracesift/internal/model"
+)
 
 // Origin marks.
 const (
@@ -43,7 +47,7 @@ func (ix *index) ancestorsMarked(i int32, marks []uint8) (int, int32) {
 
 // markWhere marks the spans that have a property (markSelf) and reports
 // whether any has.
-func (ix *index) markWhere(has func(*Span) bool) ([]uint8, bool) {
+func (ix *index) markWhere(has func(*model.Span) bool) ([]uint8, bool) {
 	marks := sized(ix.marks, ix.n)
 	ix.marks = marks
 	any := false
@@ -66,8 +70,8 @@ func (ix *index) markWhere(has func(*Span) bool) ([]uint8, bool) {
 // whose callee never reported (no child span from another service or of
 // kind SERVER), or the span below which nothing timed out. Value is the
 // span's duration in milliseconds; service is its service.
-func (ix *index) timeouts(out []Finding, opts Options) []Finding {
-	marks, ok := ix.markWhere(func(s *Span) bool { return timedOut(s) != notTimedOut })
+func (ix *index) timeouts(out []model.Finding, opts Options) []model.Finding {
+	marks, ok := ix.markWhere(func(s *model.Span) bool { c, _ := s.TimedOut(); return c != model.NotTimedOut })
 	if !ok {
 		return out
 	}
@@ -80,12 +84,12 @@ func (ix *index) timeouts(out []Finding, opts Options) []Finding {
 		b.WriteString(": timed out after ")
 		b.WriteString(fmtDur(ix.dur(i)))
 		b.WriteString(" (")
-		b.WriteString(timeoutReason(s, timedOut(s)))
+		b.WriteString(timeoutReason(s))
 		b.WriteString(")")
-		if (s.Kind == KindClient || s.Kind == KindProducer) && dbSystem(s) == "" { // databases never report
+		if (s.Kind == model.KindClient || s.Kind == model.KindProducer) && dbSystem(s) == "" { // databases never report
 			callee := int32(-1)
 			for _, c := range ix.children(i) {
-				if cs := ix.span(c); cs.Kind == KindServer || cs.Kind == KindConsumer || cs.Service != "" && cs.Service != s.Service {
+				if cs := ix.span(c); cs.Kind == model.KindServer || cs.Kind == model.KindConsumer || cs.Service != "" && cs.Service != s.Service {
 					callee = c
 					break
 				}
@@ -109,12 +113,12 @@ func (ix *index) timeouts(out []Finding, opts Options) []Finding {
 
 // originFinding is the finding about origin i, the k-th of n, whose summary
 // b holds so far; value is the span's duration in ms.
-func (ix *index) originFinding(kind, what string, i int32, k, n int, b *strings.Builder) Finding {
+func (ix *index) originFinding(kind, what string, i int32, k, n int, b *strings.Builder) model.Finding {
 	if n > 1 {
 		b.WriteString(" (" + itoa(k+1) + " of " + itoa(n) + " " + what + " origins)")
 	}
 	s := ix.span(i)
-	return Finding{Kind: kind, SpanIDs: []string{s.SpanID}, Service: s.Service, Value: ms(ix.dur(i)), Summary: b.String()}
+	return model.Finding{Kind: kind, SpanIDs: []string{s.SpanID}, Service: s.Service, Value: ms(ix.dur(i)), Summary: b.String()}
 }
 
 // errorOrigins appends to out where errors started, one finding per origin (at most
@@ -123,8 +127,8 @@ func (ix *index) originFinding(kind, what string, i int32, k, n int, b *strings.
 // caused upstream. Value is the span's duration in milliseconds; service is
 // its service; the summary quotes the status message, else the exception
 // (type: message), else error.type or the HTTP/gRPC status.
-func (ix *index) errorOrigins(out []Finding, opts Options) []Finding {
-	marks, ok := ix.markWhere(func(s *Span) bool { return s.StatusCode == StatusError })
+func (ix *index) errorOrigins(out []model.Finding, opts Options) []model.Finding {
+	marks, ok := ix.markWhere(func(s *model.Span) bool { return s.StatusCode == model.StatusError })
 	if !ok {
 		return out
 	}

@@ -3,6 +3,8 @@ package analyze
 import (
 	"cmp"
 	"strings"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // peerID names what a call calls, from its attributes: one attribute's
@@ -30,7 +32,7 @@ func (p peerID) compare(q peerID) int {
 // peer.service, server.address, net.peer.name, rpc.service,
 // db.system(.name) with db.namespace (or db.name),
 // messaging.destination(.name); zero when none is.
-func attrPeer(s *Span) peerID {
+func attrPeer(s *model.Span) peerID {
 	a := s.Attributes
 	if len(a) == 0 {
 		return peerID{}
@@ -47,7 +49,7 @@ func attrPeer(s *Span) peerID {
 }
 
 // dbSystem is the database system of a database call, "" when not one.
-func dbSystem(s *Span) string {
+func dbSystem(s *model.Span) string {
 	if len(s.Attributes) == 0 {
 		return ""
 	}
@@ -74,12 +76,12 @@ func (ix *index) calleeService(i int32) string {
 // span.
 func (ix *index) isCall(i int32) bool {
 	k := ix.span(i).Kind
-	return k == KindClient || k == KindProducer
+	return k == model.KindClient || k == model.KindProducer
 }
 
 // isEntry reports whether span i is an entry span: SERVER, CONSUMER, or a
 // top-level span.
 func (ix *index) isEntry(i int32) bool {
 	k := ix.span(i).Kind
-	return k == KindServer || k == KindConsumer || ix.parent[i] < 0
+	return k == model.KindServer || k == model.KindConsumer || ix.parent[i] < 0
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // Shapes of random trees.
@@ -16,9 +18,9 @@ const (
 
 // randomTree builds a random trace of n spans with small integer times, span
 // 0 the root over [0, 1000), spans shuffled.
-func randomTree(r *rand.Rand, n int, shape int) *Trace {
-	t := &Trace{TraceID: "t", Spans: make([]Span, n)}
-	t.Spans[0] = Span{SpanID: "s0", Name: "root", Service: "svc0", Kind: KindServer, StartUnixNano: 0, EndUnixNano: 1000}
+func randomTree(r *rand.Rand, n int, shape int) *model.Trace {
+	t := &model.Trace{TraceID: "t", Spans: make([]model.Span, n)}
+	t.Spans[0] = model.Span{SpanID: "s0", Name: "root", Service: "svc0", Kind: model.KindServer, StartUnixNano: 0, EndUnixNano: 1000}
 	cursor := make([]uint64, n) // where the next child of a span may start
 	between := func(a, b uint64) uint64 { return a + uint64(r.Int63n(int64(b-a)+1)) }
 	for i := 1; i < n; i++ {
@@ -45,12 +47,12 @@ func randomTree(r *rand.Rand, n int, shape int) *Trace {
 			}
 		}
 		cursor[pi] = max(s, e)
-		t.Spans[i] = Span{
+		t.Spans[i] = model.Span{
 			SpanID:        "s" + strconv.Itoa(i),
 			ParentSpanID:  p.SpanID,
 			Name:          "op" + strconv.Itoa(r.Intn(4)),
 			Service:       "svc" + strconv.Itoa(r.Intn(3)),
-			Kind:          Kind(r.Intn(6)),
+			Kind:          model.Kind(r.Intn(6)),
 			StartUnixNano: s,
 			EndUnixNano:   e,
 		}
@@ -61,7 +63,7 @@ func randomTree(r *rand.Rand, n int, shape int) *Trace {
 }
 
 // bruteSelf computes span i's self time nanosecond by nanosecond.
-func bruteSelf(t *Trace, i int) uint64 {
+func bruteSelf(t *model.Trace, i int) uint64 {
 	s := &t.Spans[i]
 	end := max(s.EndUnixNano, s.StartUnixNano)
 	var self uint64
@@ -83,8 +85,8 @@ func bruteSelf(t *Trace, i int) uint64 {
 
 // clipToParents returns a copy of t with every span clipped to its parent's
 // clipped interval (a span outside it becomes zero-length at its edge).
-func clipToParents(t *Trace) *Trace {
-	c := &Trace{TraceID: t.TraceID, Spans: append([]Span(nil), t.Spans...)}
+func clipToParents(t *model.Trace) *model.Trace {
+	c := &model.Trace{TraceID: t.TraceID, Spans: append([]model.Span(nil), t.Spans...)}
 	pos := make(map[string]int, len(c.Spans))
 	for i := range c.Spans {
 		pos[c.Spans[i].SpanID] = i
@@ -162,7 +164,7 @@ func TestSelfTimeProperties(t *testing.T) {
 // checkPath checks the critical path tiles the root's interval with sections
 // of spans on the path, each inside its span, and that the path is a
 // connected subtree from the root.
-func checkPath(t *testing.T, tr *Trace, tm Timing) {
+func checkPath(t *testing.T, tr *model.Trace, tm Timing) {
 	t.Helper()
 	root := &tr.Spans[tm.Root]
 	if root.ParentSpanID != "" {
@@ -225,7 +227,7 @@ func TestRobust(t *testing.T) {
 			t.Fatalf("iter %d: %s", iter, dump(tr))
 		}
 	}
-	if Analyze(nil, Options{}) != nil || Analyze(&Trace{}, Options{}) != nil {
+	if Analyze(nil, Options{}) != nil || Analyze(&model.Trace{}, Options{}) != nil {
 		t.Fatal("findings for an empty trace")
 	}
 	if tm := Timings(nil); tm.Root != -1 || len(tm.Self) != 0 || len(tm.Path) != 0 {
@@ -235,8 +237,8 @@ func TestRobust(t *testing.T) {
 
 // randomGarbage is a trace with few distinct ids and names, so duplicates,
 // loops, missing parents and repeated calls are common.
-func randomGarbage(r *rand.Rand, n int) *Trace {
-	t := &Trace{TraceID: "g"}
+func randomGarbage(r *rand.Rand, n int) *model.Trace {
+	t := &model.Trace{TraceID: "g"}
 	times := []uint64{0, 1, 5, 1e6, 1e9, 1<<63 - 1, 1<<64 - 1}
 	pick := func() uint64 {
 		if r.Intn(3) == 0 {
@@ -249,14 +251,14 @@ func randomGarbage(r *rand.Rand, n int) *Trace {
 		{"error.type": "TIMEOUT"}, {"server.address": "a"}, {"peer.service": "b"}, {"db.system": "redis"},
 		{"messaging.system": "kafka"}, {"http.response.status_code": "-3"}}
 	for i := 0; i < n; i++ {
-		s := Span{
+		s := model.Span{
 			SpanID:        "i" + strconv.Itoa(r.Intn(n+1)),
 			Name:          "n" + strconv.Itoa(r.Intn(2)),
 			Service:       "v" + strconv.Itoa(r.Intn(3)),
-			Kind:          Kind(r.Intn(7)),
+			Kind:          model.Kind(r.Intn(7)),
 			StartUnixNano: pick(),
 			EndUnixNano:   pick(),
-			StatusCode:    StatusCode(r.Intn(3)),
+			StatusCode:    model.StatusCode(r.Intn(3)),
 			Attributes:    attrs[r.Intn(len(attrs))],
 		}
 		if r.Intn(5) > 0 {
@@ -266,10 +268,10 @@ func randomGarbage(r *rand.Rand, n int) *Trace {
 			s.SpanID = ""
 		}
 		if r.Intn(6) == 0 {
-			s.Links = []Link{{TraceID: "g", SpanID: "i0"}}
+			s.Links = []model.Link{{TraceID: "g", SpanID: "i0"}}
 		}
 		if r.Intn(6) == 0 {
-			s.Events = []Event{{Name: "exception", Attributes: map[string]string{"exception.message": "Deadline"}}}
+			s.Events = []model.Event{{Name: "exception", Attributes: map[string]string{"exception.message": "Deadline"}}}
 			s.StatusMessage = "timed out"
 		}
 		t.Spans = append(t.Spans, s)
@@ -281,22 +283,22 @@ func FuzzAnalyze(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11})
 	f.Add([]byte{255, 255, 0, 0, 7, 7, 7, 7, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		tr := &Trace{}
+		tr := &model.Trace{}
 		for len(b) >= 6 {
-			s := Span{
+			s := model.Span{
 				SpanID:        strconv.Itoa(int(b[0] % 8)),
-				Kind:          Kind(b[2] % 6),
+				Kind:          model.Kind(b[2] % 6),
 				Name:          strconv.Itoa(int(b[2] % 3)),
 				Service:       strconv.Itoa(int(b[3] % 3)),
 				StartUnixNano: uint64(b[4]) << (b[3] % 56),
 				EndUnixNano:   uint64(b[5]) << (b[3] % 56),
-				StatusCode:    StatusCode(b[3] % 3),
+				StatusCode:    model.StatusCode(b[3] % 3),
 			}
 			if b[1]%9 != 0 {
 				s.ParentSpanID = strconv.Itoa(int(b[1] % 9))
 			}
 			if b[4]%5 == 0 {
-				s.Links = []Link{{SpanID: "0"}}
+				s.Links = []model.Link{{SpanID: "0"}}
 			}
 			tr.Spans = append(tr.Spans, s)
 			b = b[6:]

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // RetryCall is one call made more than once by one parent span: two or more
@@ -126,7 +128,7 @@ type logicalCall struct {
 // logicalKey identifies a logical call.
 type logicalKey struct {
 	parent, topParent int32 // parent logical call; at the top, the parent span
-	kind              Kind
+	kind              model.Kind
 	name, callee      string
 	peer              peerID
 }
@@ -159,7 +161,7 @@ func (ra *retryAnalysis) release() {
 
 // RetryCalls returns the calls of t made more than once by one parent span,
 // by the first attempt's start time (nil when there are none).
-func RetryCalls(t *Trace) []RetryCall {
+func RetryCalls(t *model.Trace) []RetryCall {
 	ix := newIndex(t)
 	defer ix.free()
 	ra := ix.analyzeCalls()
@@ -570,7 +572,7 @@ func cv(xs []uint64) float64 {
 // layer. A chain of repeated calls none of which is a retry (see RetryCall)
 // is reported only when at least Options.MinRepeatedCalls calls reach its
 // bottom. Findings are ordered by the top layer's first start.
-func (ix *index) retryFanout(out []Finding, opts Options) []Finding {
+func (ix *index) retryFanout(out []model.Finding, opts Options) []model.Finding {
 	ra := ix.analyzeCalls()
 	if ra == nil {
 		return out
@@ -618,7 +620,7 @@ func (ix *index) retryFanout(out []Finding, opts Options) []Finding {
 }
 
 // retryFinding renders the finding of one chain of logical calls.
-func (ix *index) retryFinding(ra *retryAnalysis, layers []int32, opts Options) Finding {
+func (ix *index) retryFinding(ra *retryAnalysis, layers []int32, opts Options) model.Finding {
 	top, bottom := &ra.logicals[layers[0]], &ra.logicals[layers[len(layers)-1]]
 	topNode := &ra.nodes[top.first]
 	topSpan := ix.span(ra.members[topNode.lo])
@@ -736,7 +738,7 @@ func (ix *index) retryFinding(ra *retryAnalysis, layers []int32, opts Options) F
 		b.WriteString("; with jittered delays")
 	}
 	b.WriteString(cut)
-	return Finding{
+	return model.Finding{
 		Kind:    KindRetryFanout,
 		SpanIDs: ids,
 		Service: topSpan.Service,

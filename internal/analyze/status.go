@@ -1,6 +1,10 @@
 package analyze
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/tracesift/tracesift/internal/model"
+)
 
 // Attribute keys read by the analyzers (OpenTelemetry semantic conventions,
 // old and new names).
@@ -11,31 +15,10 @@ const (
 	attrErrorType     = "error.type"
 	attrExcType       = "exception.type"
 	attrExcMessage    = "exception.message"
-	eventException    = "exception"
-	grpcDeadline      = "4" // DEADLINE_EXCEEDED
 )
-
-// timeoutCause says why a span counts as timed out.
-type timeoutCause uint8
-
-const (
-	notTimedOut timeoutCause = iota
-	toHTTP                   // HTTP 504 or 408
-	toGRPC                   // gRPC DEADLINE_EXCEEDED
-	toErrorType              // error.type names a timeout
-	toException              // an exception event names a timeout
-	toStatus                 // the status message names a timeout
-)
-
-// namesTimeout reports whether s names a timeout or a deadline.
-func namesTimeout(s string) bool {
-	return containsFold(s, "timeout") || containsFold(s, "timed out") ||
-		containsFold(s, "timed_out") || containsFold(s, "timedout") ||
-		containsFold(s, "deadline")
-}
 
 // httpStatus is the span's HTTP response status code, 0 when none.
-func httpStatus(s *Span) int {
+func httpStatus(s *model.Span) int {
 	if len(s.Attributes) == 0 {
 		return 0
 	}
@@ -53,67 +36,33 @@ func httpStatus(s *Span) int {
 	return n
 }
 
-// timedOut says whether, and why, a span timed out.
-func timedOut(s *Span) timeoutCause {
-	if len(s.Attributes) != 0 {
-		if c := httpStatus(s); c == 504 || c == 408 {
-			return toHTTP
-		}
-		if s.Attributes[attrGRPCStatus] == grpcDeadline {
-			return toGRPC
-		}
-		if v := s.Attributes[attrErrorType]; v != "" && namesTimeout(v) {
-			return toErrorType
-		}
-	}
-	if exceptionTimeout(s) >= 0 {
-		return toException
-	}
-	if s.StatusMessage != "" && namesTimeout(s.StatusMessage) {
-		return toStatus
-	}
-	return notTimedOut
-}
-
-// exceptionTimeout is the index of the first exception event naming a
-// timeout, -1 when none.
-func exceptionTimeout(s *Span) int {
-	for k := range s.Events {
-		e := &s.Events[k]
-		if e.Name != eventException {
-			continue
-		}
-		if namesTimeout(e.Attributes[attrExcType]) || namesTimeout(e.Attributes[attrExcMessage]) {
-			return k
-		}
-	}
-	return -1
-}
-
 // timeoutReason renders why a span timed out: "HTTP 504",
 // "gRPC DEADLINE_EXCEEDED", "error.type context.DeadlineExceeded", ...
-func timeoutReason(s *Span, c timeoutCause) string {
-	switch c {
-	case toHTTP:
-		return "HTTP " + strconv.Itoa(httpStatus(s))
-	case toGRPC:
-		return "gRPC DEADLINE_EXCEEDED"
-	case toErrorType:
-		return "error.type " + clip(s.Attributes[attrErrorType], 120)
-	case toException:
-		if k := exceptionTimeout(s); k >= 0 {
-			return "exception " + exceptionText(&s.Events[k])
+func timeoutReason(s *model.Span) string {
+	switch cause, key := s.TimedOut(); cause {
+	case model.TimeoutStatus:
+		if key == attrGRPCStatus {
+			return "gRPC DEADLINE_EXCEEDED"
 		}
-	case toStatus:
+		return "HTTP " + clip(s.Attributes[key], 20)
+	case model.TimeoutText:
+		return key + " " + clip(s.Attributes[key], 120)
+	case model.TimeoutException:
+		return "exception " + exceptionText(&s.Events[s.TimeoutEvent()])
+	case model.TimeoutMessage:
 		return "status \"" + clip(s.StatusMessage, 160) + "\""
 	}
 	return "timeout"
 }
 
 // exceptionText is "Type: message" of an exception event (either part may be
-// missing).
-func exceptionText(e *Event) string {
-	typ, msg := clip(e.Attributes[attrExcType], 80), clip(e.Attributes[attrExcMessage], 160)
+// missing; error.type stands in for the type).
+func exceptionText(e *model.Event) string {
+	typ, msg := e.Attributes[attrExcType], clip(e.Attributes[attrExcMessage], 160)
+	if typ == "" {
+		typ = e.Attributes[attrErrorType]
+	}
+	typ = clip(typ, 80)
 	switch {
 	case typ == "":
 		return msg
@@ -126,11 +75,11 @@ func exceptionText(e *Event) string {
 // errorText describes why a span failed, for a summary: its status message,
 // else its first exception, else error.type, else its HTTP or gRPC status;
 // "" when nothing says.
-func errorText(s *Span) string {
+func errorText(s *model.Span) string {
 	if s.StatusMessage != "" {
 		txt := "\"" + clip(s.StatusMessage, 160) + "\""
 		for k := range s.Events {
-			if e := &s.Events[k]; e.Name == eventException && e.Attributes[attrExcType] != "" {
+			if e := &s.Events[k]; e.Name == model.ExceptionEvent && e.Attributes[attrExcType] != "" {
 				txt += " (" + clip(e.Attributes[attrExcType], 80) + ")"
 				break
 			}
@@ -138,7 +87,7 @@ func errorText(s *Span) string {
 		return txt
 	}
 	for k := range s.Events {
-		if e := &s.Events[k]; e.Name == eventException {
+		if e := &s.Events[k]; e.Name == model.ExceptionEvent {
 			if txt := exceptionText(e); txt != "" {
 				return txt
 			}
@@ -160,8 +109,8 @@ func errorText(s *Span) string {
 // set, an HTTP 5xx or 429 or 408, a retryable gRPC status (UNKNOWN,
 // DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, ABORTED, INTERNAL, UNAVAILABLE), or
 // a timeout named by an exception or the status message.
-func failed(s *Span) bool {
-	if s.StatusCode == StatusError {
+func failed(s *model.Span) bool {
+	if s.StatusCode == model.StatusError {
 		return true
 	}
 	if len(s.Attributes) != 0 {
@@ -176,5 +125,5 @@ func failed(s *Span) bool {
 			return true
 		}
 	}
-	return exceptionTimeout(s) >= 0 || s.StatusMessage != "" && namesTimeout(s.StatusMessage)
+	return s.TimeoutEvent() >= 0 || model.NamesTimeout(s.StatusMessage)
 }

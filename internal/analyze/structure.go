@@ -3,15 +3,17 @@ package analyze
 import (
 	"slices"
 	"strings"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // linkedConsumer reports whether s is a messaging consumer linked to its
 // producer rather than parented by it.
-func linkedConsumer(s *Span) bool {
+func linkedConsumer(s *model.Span) bool {
 	if len(s.Links) == 0 {
 		return false
 	}
-	return s.Kind == KindConsumer || s.Attributes["messaging.system"] != ""
+	return s.Kind == model.KindConsumer || s.Attributes["messaging.system"] != ""
 }
 
 // brokenPropagation appends to out broken trace context, in up to two findings:
@@ -28,7 +30,7 @@ func linkedConsumer(s *Span) bool {
 // A messaging consumer (kind CONSUMER, or with messaging.system set) that
 // has a link is expected to be linked rather than parented and is counted
 // in neither.
-func (ix *index) brokenPropagation(out []Finding, opts Options) []Finding {
+func (ix *index) brokenPropagation(out []model.Finding, opts Options) []model.Finding {
 	var orphans, roots []int32
 	for _, i := range ix.tops {
 		s := ix.span(i)
@@ -55,7 +57,7 @@ func (ix *index) brokenPropagation(out []Finding, opts Options) []Finding {
 			b.WriteString("; the trace has no root span")
 		}
 		b.WriteString(cut)
-		out = append(out, Finding{
+		out = append(out, model.Finding{
 			Kind:    KindBrokenPropagation,
 			SpanIDs: ids,
 			Service: svc,
@@ -84,7 +86,7 @@ func (ix *index) brokenPropagation(out []Finding, opts Options) []Finding {
 		b.WriteString(spanLabel(ix.span(other)))
 		b.WriteString(" started a new root instead of continuing the incoming trace context")
 		b.WriteString(cut)
-		out = append(out, Finding{
+		out = append(out, model.Finding{
 			Kind:    KindBrokenPropagation,
 			SpanIDs: ids,
 			Service: ix.span(other).Service,
@@ -100,7 +102,7 @@ func (ix *index) brokenPropagation(out []Finding, opts Options) []Finding {
 // CLIENT and PRODUCER spans below them, not counting those below the next
 // entry span down. Value is the count, spanIds the entry span, service its
 // service. Findings are by the entry span's start.
-func (ix *index) fanout(out []Finding, opts Options) []Finding {
+func (ix *index) fanout(out []model.Finding, opts Options) []model.Finding {
 	owner := sized(ix.scratch, ix.n) // nearest entry span strictly above
 	counts := sized(ix.counts, ix.n)
 	ix.scratch, ix.counts = owner, counts
@@ -176,7 +178,7 @@ func (ix *index) fanout(out []Finding, opts Options) []Finding {
 			}
 			summary += "; " + itoa(most) + " of them are " + what
 		}
-		out = append(out, Finding{
+		out = append(out, model.Finding{
 			Kind:    KindFanout,
 			SpanIDs: []string{s.SpanID},
 			Service: s.Service,

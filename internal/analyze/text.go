@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // nanosPerMilli converts nanoseconds to the milliseconds of finding values.
@@ -101,7 +103,7 @@ func clip(s string, n int) string {
 }
 
 // spanLabel names a span for a summary: "checkout-db SELECT orders".
-func spanLabel(s *Span) string {
+func spanLabel(s *model.Span) string {
 	svc, name := s.Service, clip(s.Name, 80)
 	switch {
 	case svc == "" && name == "":

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // Timing is the time structure of a trace: how long each span spent in
@@ -35,7 +37,7 @@ type Timing struct {
 
 // PathSection is one stretch of the critical path.
 type PathSection struct {
-	Span          int    // index in Trace.Spans
+	Span          int    // index in model.Trace.Spans
 	SpanID        string // that span's id
 	StartUnixNano uint64
 	EndUnixNano   uint64
@@ -50,7 +52,7 @@ type PathSection struct {
 // point, gives the time between that child's end and the point to the
 // parent, recurses into the child, and goes on from the child's start; what
 // is left before the first picked child belongs to the parent.
-func Timings(t *Trace) Timing {
+func Timings(t *model.Trace) Timing {
 	ix := newIndex(t)
 	defer ix.free()
 	self := ix.selfTimes()
@@ -223,7 +225,7 @@ func (ix *index) cpPush(i int32, point uint64) {
 // slowestHop appends to out the span with the largest self time (ties: earliest
 // start, then first in the trace): value is its self time in milliseconds.
 // Nothing is reported when every span has zero self time.
-func (ix *index) slowestHop(out []Finding, _ Options) []Finding {
+func (ix *index) slowestHop(out []model.Finding, _ Options) []model.Finding {
 	self := ix.selfTimes()
 	best := int32(-1)
 	for _, i := range ix.pre { // pre-order: roots by start; ties keep the first seen
@@ -241,7 +243,7 @@ func (ix *index) slowestHop(out []Finding, _ Options) []Finding {
 	if nc := len(ix.children(best)); nc > 0 {
 		summary += ", not waiting on its " + plural(nc, "child span", "child spans")
 	}
-	return append(out, Finding{
+	return append(out, model.Finding{
 		Kind:    KindSlowestHop,
 		SpanIDs: []string{s.SpanID},
 		Service: s.Service,
@@ -255,7 +257,7 @@ func (ix *index) slowestHop(out []Finding, _ Options) []Finding {
 // also the sum of the path's sections; service is the service of the span
 // that contributes most to the path. Nothing is reported for an empty trace
 // or a zero-length root.
-func (ix *index) criticalPathFinding(out []Finding, opts Options) []Finding {
+func (ix *index) criticalPathFinding(out []model.Finding, opts Options) []model.Finding {
 	r := ix.root
 	if r < 0 || ix.dur(r) == 0 {
 		return out
@@ -303,7 +305,7 @@ func (ix *index) criticalPathFinding(out []Finding, opts Options) []Finding {
 	b.WriteString(percent(contrib[top], ix.dur(r)))
 	b.WriteString(")")
 	b.WriteString(cut)
-	return append(out, Finding{
+	return append(out, model.Finding{
 		Kind:    KindCriticalPath,
 		SpanIDs: ids,
 		Service: ix.span(top).Service,

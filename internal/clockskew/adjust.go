@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // Source says where a host's offset in Adjustments comes from.
@@ -123,13 +123,13 @@ func shiftTime(t uint64, shift time.Duration) uint64 {
 //
 // The per-trace fallback (2) is only ever used here, never for findings.
 // Spans naming no host are not shifted.
-func (e *Estimator) Adjust(t *analyze.Trace) Adjustments {
+func (e *Estimator) Adjust(t *model.Trace) Adjustments {
 	return adjust(t, e)
 }
 
 // AdjustTrace is Adjust with this trace's own calls as the only evidence
 // (no estimator): every link is the per-trace fallback.
-func AdjustTrace(t *analyze.Trace) Adjustments {
+func AdjustTrace(t *model.Trace) Adjustments {
 	return adjust(t, nil)
 }
 
@@ -141,7 +141,7 @@ type link struct {
 	estimated bool // from the estimator (else this trace's calls)
 }
 
-func adjust(t *analyze.Trace, e *Estimator) Adjustments {
+func adjust(t *model.Trace, e *Estimator) Adjustments {
 	var a Adjustments
 	if t == nil || len(t.Spans) == 0 {
 		return a
@@ -243,7 +243,7 @@ func hasHost(hs []HostOffset, h string) bool {
 
 // referenceHost is the root span's host (the earliest root naming one), else
 // the host of the earliest span naming one.
-func referenceHost(spans []analyze.Span) string {
+func referenceHost(spans []model.Span) string {
 	best, bestRoot := -1, false
 	for i := range spans {
 		s := &spans[i]

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // times is a span's expected adjusted range relative to base, and its shift.
@@ -28,10 +28,10 @@ func checkSpans(t *testing.T, a Adjustments, want []times) {
 }
 
 // checkFits checks every SERVER child fits inside its parent once adjusted.
-func checkFits(t *testing.T, tr *analyze.Trace, a Adjustments) {
+func checkFits(t *testing.T, tr *model.Trace, a Adjustments) {
 	t.Helper()
 	for i, c := range tr.Spans {
-		if c.Kind != analyze.KindServer || c.ParentSpanID == "" {
+		if c.Kind != model.KindServer || c.ParentSpanID == "" {
 			continue
 		}
 		for j, p := range tr.Spans {
@@ -127,7 +127,7 @@ func TestAdjustThreeHosts(t *testing.T) {
 
 // chainTrace: web-1 → api-1 → db-1; api-1 is 100 ms ahead of web-1, db-1 250
 // ms ahead of web-1 (150 ms ahead of api-1).
-func chainTrace() *analyze.Trace {
+func chainTrace() *model.Trace {
 	return mkTrace(
 		spec{"w0", "", srv, "gateway", "web-1", 0, ms(400)},
 		spec{"w1", "w0", cli, "gateway", "web-1", ms(10), ms(210)},
@@ -316,7 +316,7 @@ func TestAdjustMessaging(t *testing.T) {
 		{ms(1970), ms(1980), ms(-70)},
 		{ms(2030), ms(2040), 0}, // no host
 	})
-	checkFits(t, &analyze.Trace{Spans: tr.Spans[2:5]}, Adjustments{Spans: a.Spans[2:5]})
+	checkFits(t, &model.Trace{Spans: tr.Spans[2:5]}, Adjustments{Spans: a.Spans[2:5]})
 }
 
 // The per-trace fallback uses calls whose child outlasted its parent only

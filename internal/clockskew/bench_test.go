@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // benchTrace is 10 spans on 4 hosts with 3 cross-host calls: web-1 → api-1
 // (api-1 120 ms ahead), api-1 → db-1 (in sync), web-1 → cache-1 (cache-1
 // 300 ms behind).
-func benchTrace() *analyze.Trace {
+func benchTrace() *model.Trace {
 	const api, cache = 120, -300
 	return mkTrace(
 		spec{"0000000000000001", "", srv, "web", "web-1", 0, ms(500)},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // Findings returns one clock_skew finding per host pair called across in t
@@ -21,15 +22,15 @@ import (
 //     positive when the callee's clock is ahead;
 //   - SpanIDs are the child spans of every call between the two hosts in
 //     this trace, either way, in obs order;
-//   - Service is the callee's service;
+//   - Service is the callee's service; Subject is "caller host → callee host";
 //   - Summary names both hosts and services, callee first.
 //
 // Findings come in the order of their pair's first observation.
-func (e *Estimator) Findings(t *analyze.Trace, obs []Observation) []analyze.Finding {
+func (e *Estimator) Findings(t *model.Trace, obs []Observation) []model.Finding {
 	if obs == nil {
 		obs = PairOffsets(t)
 	}
-	var out []analyze.Finding
+	var out []model.Finding
 	var seen map[Pair]struct{}
 	if len(obs) > linearLookupMax {
 		seen = make(map[Pair]struct{})
@@ -58,10 +59,11 @@ func (e *Estimator) Findings(t *analyze.Trace, obs []Observation) []analyze.Find
 				ids = append(ids, obs[j].ChildSpanID)
 			}
 		}
-		out = append(out, analyze.Finding{
+		out = append(out, model.Finding{
 			Kind:    analyze.KindClockSkew,
 			SpanIDs: ids,
 			Service: o.ToService,
+			Subject: o.From + " → " + o.To,
 			Value:   float64(off) / float64(time.Millisecond),
 			Summary: summary(o, off),
 		})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 const correctedBy = "; cross-host timing and log order between them are corrected by this offset"
@@ -16,33 +17,33 @@ func TestFindingsOnePair(t *testing.T) {
 		skew   time.Duration
 		traces int
 		mod    func(*Config)
-		want   []analyze.Finding
+		want   []model.Finding
 	}{
 		{
 			name: "250 ms ahead", skew: ms(250), traces: 5,
-			want: []analyze.Finding{{
-				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Value: 250,
+			want: []model.Finding{{
+				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Subject: "web-1 → db-1", Value: 250,
 				Summary: "host db-1 (payments) clock is 250 ms ahead of host web-1 (checkout)" + correctedBy,
 			}},
 		},
 		{
 			name: "250 ms behind", skew: ms(-250), traces: 5,
-			want: []analyze.Finding{{
-				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Value: -250,
+			want: []model.Finding{{
+				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Subject: "web-1 → db-1", Value: -250,
 				Summary: "host db-1 (payments) clock is 250 ms behind host web-1 (checkout)" + correctedBy,
 			}},
 		},
 		{
 			name: "exactly the threshold", skew: ms(100), traces: 5,
-			want: []analyze.Finding{{
-				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Value: 100,
+			want: []model.Finding{{
+				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Subject: "web-1 → db-1", Value: 100,
 				Summary: "host db-1 (payments) clock is 100 ms ahead of host web-1 (checkout)" + correctedBy,
 			}},
 		},
 		{
 			name: "fractional milliseconds", skew: 123_456_789, traces: 5,
-			want: []analyze.Finding{{
-				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Value: 123.456789,
+			want: []model.Finding{{
+				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Subject: "web-1 → db-1", Value: 123.456789,
 				Summary: "host db-1 (payments) clock is 123.5 ms ahead of host web-1 (checkout)" + correctedBy,
 			}},
 		},
@@ -52,8 +53,8 @@ func TestFindingsOnePair(t *testing.T) {
 		{name: "too few samples", skew: ms(250), traces: 4},
 		{
 			name: "lower threshold", skew: ms(40), traces: 5, mod: func(c *Config) { c.Threshold = 30 * time.Millisecond },
-			want: []analyze.Finding{{
-				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Value: 40,
+			want: []model.Finding{{
+				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Subject: "web-1 → db-1", Value: 40,
 				Summary: "host db-1 (payments) clock is 40 ms ahead of host web-1 (checkout)" + correctedBy,
 			}},
 		},
@@ -99,8 +100,8 @@ func TestFindingsThreeHosts(t *testing.T) {
 	e := newEstimator(t, nil)
 	tr := loadTrace(t, "three_hosts.json")
 	observeN(e, t0, 5, tr)
-	want := []analyze.Finding{{
-		Kind: analyze.KindClockSkew, SpanIDs: []string{"b100000000000001"}, Service: "payments", Value: 240,
+	want := []model.Finding{{
+		Kind: analyze.KindClockSkew, SpanIDs: []string{"b100000000000001"}, Service: "payments", Subject: "web-1 → db-1", Value: 240,
 		Summary: "host db-1 (payments) clock is 240 ms ahead of host web-1 (checkout)" + correctedBy,
 	}}
 	if got := e.Findings(tr, nil); !reflect.DeepEqual(got, want) {
@@ -115,9 +116,9 @@ func TestFindingsSignConvention(t *testing.T) {
 	// db-1 → web-1 calls say −240 ms; both feed the same pair.
 	down := callTrace(ms(240))
 	up := mkTrace(
-		spec{"r2", "", analyze.KindServer, "payments", "db-1", ms(240), ms(540)},
-		spec{"c2", "r2", analyze.KindClient, "payments", "db-1", ms(250), ms(350)},
-		spec{"s2", "c2", analyze.KindServer, "checkout", "web-1", ms(15), ms(105)},
+		spec{"r2", "", model.KindServer, "payments", "db-1", ms(240), ms(540)},
+		spec{"c2", "r2", model.KindClient, "payments", "db-1", ms(250), ms(350)},
+		spec{"s2", "c2", model.KindServer, "checkout", "web-1", ms(15), ms(105)},
 	)
 	if got := PairOffsets(up); len(got) != 1 || got[0].Offset != ms(-240) {
 		t.Fatalf("reverse call: %+v, want one observation of -240ms", got)
@@ -132,15 +133,15 @@ func TestFindingsSignConvention(t *testing.T) {
 	if got, want := estimateOf(e, "web-1", "db-1"), (estimate{ms(240), 6, true}); got != want {
 		t.Fatalf("Estimate(web-1, db-1) = %+v, want %+v", got, want)
 	}
-	wantDown := []analyze.Finding{{
-		Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Value: 240,
+	wantDown := []model.Finding{{
+		Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Subject: "web-1 → db-1", Value: 240,
 		Summary: "host db-1 (payments) clock is 240 ms ahead of host web-1 (checkout)" + correctedBy,
 	}}
 	if got := e.Findings(down, nil); !reflect.DeepEqual(got, wantDown) {
 		t.Fatalf("web-1 → db-1:\n got %+v\nwant %+v", got, wantDown)
 	}
-	wantUp := []analyze.Finding{{
-		Kind: analyze.KindClockSkew, SpanIDs: []string{"s2"}, Service: "checkout", Value: -240,
+	wantUp := []model.Finding{{
+		Kind: analyze.KindClockSkew, SpanIDs: []string{"s2"}, Service: "checkout", Subject: "db-1 → web-1", Value: -240,
 		Summary: "host web-1 (checkout) clock is 240 ms behind host db-1 (payments)" + correctedBy,
 	}}
 	if got := e.Findings(up, nil); !reflect.DeepEqual(got, wantUp) {
@@ -148,9 +149,9 @@ func TestFindingsSignConvention(t *testing.T) {
 	}
 	// Both directions in one trace: one finding, oriented by the first call,
 	// naming every child span of the pair.
-	both := &analyze.Trace{Spans: append(append([]analyze.Span(nil), down.Spans...), up.Spans...)}
-	wantBoth := []analyze.Finding{{
-		Kind: analyze.KindClockSkew, SpanIDs: []string{"s1", "s2"}, Service: "payments", Value: 240,
+	both := &model.Trace{Spans: append(append([]model.Span(nil), down.Spans...), up.Spans...)}
+	wantBoth := []model.Finding{{
+		Kind: analyze.KindClockSkew, SpanIDs: []string{"s1", "s2"}, Service: "payments", Subject: "web-1 → db-1", Value: 240,
 		Summary: wantDown[0].Summary,
 	}}
 	if got := e.Findings(both, nil); !reflect.DeepEqual(got, wantBoth) {

@@ -1,13 +1,13 @@
 package clockskew
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/model/modeltest"
 )
 
 // base is 2026-01-01T00:00:00Z in Unix nanoseconds; test span times are
@@ -24,15 +24,15 @@ func at(d time.Duration) uint64 { return uint64(int64(base) + int64(d)) }
 
 type spec struct {
 	id, parent string
-	kind       analyze.Kind
+	kind       model.Kind
 	svc, host  string
 	start, end time.Duration // from base
 }
 
-func mkTrace(ss ...spec) *analyze.Trace {
-	t := &analyze.Trace{TraceID: "0af7651916cd43dd8448eb211c80319c"}
+func mkTrace(ss ...spec) *model.Trace {
+	t := &model.Trace{TraceID: "0af7651916cd43dd8448eb211c80319c"}
 	for _, s := range ss {
-		t.Spans = append(t.Spans, analyze.Span{
+		t.Spans = append(t.Spans, model.Span{
 			SpanID: s.id, ParentSpanID: s.parent, Name: "op", Kind: s.kind,
 			Service: s.svc, Host: s.host, StartUnixNano: at(s.start), EndUnixNano: at(s.end),
 		})
@@ -43,11 +43,11 @@ func mkTrace(ss ...spec) *analyze.Trace {
 // callTrace is checkout on web-1 calling payments on db-1, whose clock is
 // skew ahead of web-1's: true times client [10, 110] ms, server [15, 105] ms,
 // so PairOffsets yields exactly skew.
-func callTrace(skew time.Duration) *analyze.Trace {
+func callTrace(skew time.Duration) *model.Trace {
 	return mkTrace(
-		spec{"r1", "", analyze.KindServer, "checkout", "web-1", 0, ms(300)},
-		spec{"c1", "r1", analyze.KindClient, "checkout", "web-1", ms(10), ms(110)},
-		spec{"s1", "c1", analyze.KindServer, "payments", "db-1", ms(15) + skew, ms(105) + skew},
+		spec{"r1", "", model.KindServer, "checkout", "web-1", 0, ms(300)},
+		spec{"c1", "r1", model.KindClient, "checkout", "web-1", ms(10), ms(110)},
+		spec{"s1", "c1", model.KindServer, "payments", "db-1", ms(15) + skew, ms(105) + skew},
 	)
 }
 
@@ -71,29 +71,29 @@ func newEstimator(tb testing.TB, mod func(*Config)) *Estimator {
 }
 
 // observeN observes PairOffsets(t) n times, one second apart from start.
-func observeN(e *Estimator, start time.Time, n int, t *analyze.Trace) {
+func observeN(e *Estimator, start time.Time, n int, t *model.Trace) {
 	obs := PairOffsets(t)
 	for i := range n {
 		e.Observe(start.Add(time.Duration(i)*time.Second), obs)
 	}
 }
 
-func loadTrace(tb testing.TB, name string) *analyze.Trace {
+func loadTrace(tb testing.TB, name string) *model.Trace {
 	tb.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var t analyze.Trace
-	if err := json.Unmarshal(b, &t); err != nil {
+	t, err := modeltest.ReadTrace(b)
+	if err != nil {
 		tb.Fatalf("%s: %v", name, err)
 	}
-	return &t
+	return t
 }
 
 // cloneTrace deep-copies the span times and hosts that Adjust must not touch.
-func cloneTrace(t *analyze.Trace) *analyze.Trace {
+func cloneTrace(t *model.Trace) *model.Trace {
 	c := *t
-	c.Spans = append([]analyze.Span(nil), t.Spans...)
+	c.Spans = append([]model.Span(nil), t.Spans...)
 	return &c
 }

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // Pair is an unordered pair of hosts in canonical (lexical) order, A < B. An
@@ -87,7 +87,7 @@ const linearLookupMax = 32
 //     an uninstrumented client call, still synchronous;
 //   - both spans name a host and the hosts differ;
 //   - both spans have sane times (start > 0, end >= start, both below 2^63).
-func PairOffsets(t *analyze.Trace) []Observation {
+func PairOffsets(t *model.Trace) []Observation {
 	if t == nil || len(t.Spans) < 2 {
 		return nil
 	}
@@ -134,7 +134,7 @@ func PairOffsets(t *analyze.Trace) []Observation {
 			continue
 		}
 		p := &spans[pi]
-		if p.Host == "" || p.Host == c.Host || p.Kind == analyze.KindProducer || p.Kind == analyze.KindConsumer || !saneTimes(p) {
+		if p.Host == "" || p.Host == c.Host || p.Kind == model.KindProducer || p.Kind == model.KindConsumer || !saneTimes(p) {
 			continue
 		}
 		ps, pe := int64(p.StartUnixNano), int64(p.EndUnixNano)
@@ -161,10 +161,10 @@ func PairOffsets(t *analyze.Trace) []Observation {
 }
 
 // candidate reports whether s can be the child of a usable pair.
-func candidate(s *analyze.Span) bool {
-	return s.Kind == analyze.KindServer && s.ParentSpanID != "" && s.Host != "" && saneTimes(s)
+func candidate(s *model.Span) bool {
+	return s.Kind == model.KindServer && s.ParentSpanID != "" && s.Host != "" && saneTimes(s)
 }
 
-func saneTimes(s *analyze.Span) bool {
+func saneTimes(s *model.Span) bool {
 	return s.StartUnixNano > 0 && s.EndUnixNano >= s.StartUnixNano && s.EndUnixNano <= math.MaxInt64
 }

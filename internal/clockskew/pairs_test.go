@@ -5,21 +5,21 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 const (
-	srv = analyze.KindServer
-	cli = analyze.KindClient
-	itl = analyze.KindInternal
-	prd = analyze.KindProducer
-	csm = analyze.KindConsumer
+	srv = model.KindServer
+	cli = model.KindClient
+	itl = model.KindInternal
+	prd = model.KindProducer
+	csm = model.KindConsumer
 )
 
 func TestPairOffsets(t *testing.T) {
 	// parent is web-1's CLIENT span [0, 100] ms unless a case replaces it.
 	parent := spec{"p", "", cli, "checkout", "web-1", 0, ms(100)}
-	child := func(host string, kind analyze.Kind, start, end float64) spec {
+	child := func(host string, kind model.Kind, start, end float64) spec {
 		return spec{"c", "p", kind, "payments", host, ms(start), ms(end)}
 	}
 	tests := []struct {

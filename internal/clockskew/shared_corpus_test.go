@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model/modeltest"
 )
 
 // The analyzers' golden trace with retries and skew together: the skew is
@@ -19,10 +20,10 @@ func TestRetriesAndSkewInOneTrace(t *testing.T) {
 	b, err := os.ReadFile("../analyze/testdata/retries_and_skew.json")
 	require.NoError(t, err)
 	var g struct {
-		Trace analyze.Trace `json:"trace"`
+		Trace modeltest.Trace `json:"trace"`
 	}
 	require.NoError(t, json.Unmarshal(b, &g))
-	tr := &g.Trace
+	tr := &g.Trace.Trace
 
 	obs := PairOffsets(tr)
 	require.Len(t, obs, 3, "one observation per attempt")

@@ -13,15 +13,16 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 )
 
 // TraceReader is what the API needs from the store.
 type TraceReader interface {
-	GetTrace(ctx context.Context, traceID string) (*store.Trace, error)
-	GetFindingSummaries(ctx context.Context, f store.FindingsFilter) ([]store.FindingSummary, error)
-	SearchLogs(ctx context.Context, f store.LogsFilter) ([]store.SearchLog, error)
-	SearchTraces(ctx context.Context, f store.TracesFilter) ([]store.TraceSummary, error)
+	GetTrace(ctx context.Context, traceID string) (*model.Trace, error)
+	GetFindingSummaries(ctx context.Context, f store.FindingsFilter) ([]model.FindingSummary, error)
+	SearchLogs(ctx context.Context, f store.LogsFilter) ([]model.LogMatch, error)
+	SearchTraces(ctx context.Context, f store.TracesFilter) ([]model.TraceSummary, error)
 	Services(ctx context.Context, start, end int64) ([]string, error)
 	Operations(ctx context.Context, service string, start, end int64) ([]string, error)
 }
@@ -72,8 +73,7 @@ func (a *api) getTrace(w http.ResponseWriter, r *http.Request) {
 		a.logger.Error("reading a trace failed", zap.String("trace_id", id), zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "reading the trace failed; see the server log")
 	default:
-		adjustTimes(t)
-		writeJSON(w, http.StatusOK, t)
+		writeJSON(w, http.StatusOK, traceJSON(t))
 	}
 }
 

@@ -13,10 +13,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 )
 
-type fakeReader map[string]*store.Trace
+type fakeReader map[string]*model.Trace
 
 // lastFilter is what the last GetFindingSummaries call was given, and
 // lastLogs the last SearchLogs.
@@ -27,13 +28,13 @@ var (
 
 var lastTraces store.TracesFilter
 
-func (f fakeReader) SearchTraces(_ context.Context, tf store.TracesFilter) ([]store.TraceSummary, error) {
+func (f fakeReader) SearchTraces(_ context.Context, tf store.TracesFilter) ([]model.TraceSummary, error) {
 	lastTraces = tf
 	if tf.Service == "fail" {
 		return nil, errors.New("connection refused")
 	}
-	return []store.TraceSummary{{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", RootService: "shop", RootName: "GET /cart",
-		StartTimeUnixNano: 1796010663450975897, DurationNano: 5000000, Status: "ERROR", SpanCount: 3, ErrorCount: 1,
+	return []model.TraceSummary{{TraceID: "4bf92f3577b34da6a3ce929d0e0e4736", RootService: "shop", RootName: "GET /cart",
+		StartUnixNano: 1796010663450975897, DurationNano: 5000000, SpanCount: 3, ErrorCount: 1,
 		Services: []string{"shop"}}}, nil
 }
 
@@ -48,25 +49,25 @@ func (f fakeReader) Operations(_ context.Context, service string, _, _ int64) ([
 	return []string{"GET /cart " + service}, nil
 }
 
-func (f fakeReader) SearchLogs(_ context.Context, lf store.LogsFilter) ([]store.SearchLog, error) {
+func (f fakeReader) SearchLogs(_ context.Context, lf store.LogsFilter) ([]model.LogMatch, error) {
 	lastLogs = lf
 	if lf.Service == "fail" {
 		return nil, errors.New("connection refused")
 	}
-	return []store.SearchLog{{Log: store.Log{Body: "card declined", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
+	return []model.LogMatch{{Log: model.Log{Body: "card declined", TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
 		Attributes: map[string]string{}, Resource: map[string]string{}}, Kept: true}}, nil
 }
 
-func (f fakeReader) GetFindingSummaries(_ context.Context, ff store.FindingsFilter) ([]store.FindingSummary, error) {
+func (f fakeReader) GetFindingSummaries(_ context.Context, ff store.FindingsFilter) ([]model.FindingSummary, error) {
 	lastFilter = ff
 	if ff.Kind == "fail" {
 		return nil, errors.New("connection refused")
 	}
-	return []store.FindingSummary{{Kind: "retry_fanout", Service: "checkout", Subject: "checkout → payments POST /charge",
+	return []model.FindingSummary{{Kind: "retry_fanout", Service: "checkout", Subject: "checkout → payments POST /charge",
 		Count: 3, Traces: 3, AvgValue: 9, P50Value: 9, MaxValue: 27, ExampleTraceIDs: []string{"4bf92f3577b34da6a3ce929d0e0e4736"}}}, nil
 }
 
-func (f fakeReader) GetTrace(_ context.Context, id string) (*store.Trace, error) {
+func (f fakeReader) GetTrace(_ context.Context, id string) (*model.Trace, error) {
 	if id == "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee" {
 		return nil, errors.New("connection refused")
 	}
@@ -80,9 +81,8 @@ func TestGetTrace(t *testing.T) {
 	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
 	reader := fakeReader{id: {
 		TraceID: id,
-		Spans: []store.Span{{TraceID: id, SpanID: "00f067aa0ba902b7", StartTimeUnixNano: 1796010663450975897,
-			EndTimeUnixNano: 1796010663455975897, DurationNano: 5000000, Status: store.Status{Code: "ERROR"}}},
-		Logs: []store.Log{}, Findings: []store.Finding{},
+		Spans: []model.Span{{TraceID: id, SpanID: "00f067aa0ba902b7", StartUnixNano: 1796010663450975897,
+			EndUnixNano: 1796010663455975897, StatusCode: model.StatusError}},
 	}}
 	h := NewHandler(reader, zap.NewNop())
 	tests := []struct {
@@ -114,20 +114,24 @@ func TestGetTrace(t *testing.T) {
 
 func TestGetTraceShape(t *testing.T) {
 	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
-	h := NewHandler(fakeReader{id: {TraceID: id, Spans: []store.Span{{TraceID: id}}, Logs: []store.Log{}, Findings: []store.Finding{}}}, zap.NewNop())
+	h := NewHandler(fakeReader{id: {TraceID: id, Spans: []model.Span{{TraceID: id}}}}, zap.NewNop())
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces/"+id, nil))
 	require.Equal(t, http.StatusOK, rec.Code)
 	var body map[string]any
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
-	for _, k := range []string{"traceId", "spans", "logs", "findings"} {
-		assert.Contains(t, body, k)
+	// Lists and maps are empty, never null, though the model's are nil.
+	for _, k := range []string{"traceId", "spans", "logs", "findings", "clockOffsets"} {
+		assert.NotNil(t, body[k], k)
 	}
 	span := body["spans"].([]any)[0].(map[string]any)
 	for _, k := range []string{"traceId", "spanId", "parentSpanId", "name", "kind", "service", "host",
-		"startTimeUnixNano", "endTimeUnixNano", "durationNano", "status", "attributes", "resource"} {
-		assert.Contains(t, span, k)
+		"startTimeUnixNano", "endTimeUnixNano", "adjustedStartTimeUnixNano", "adjustedEndTimeUnixNano", "durationNano",
+		"status", "attributes", "resource", "events", "links"} {
+		assert.NotNil(t, span[k], k)
 	}
+	assert.Equal(t, "unspecified", span["kind"])
+	assert.Equal(t, map[string]any{"code": "UNSET", "message": ""}, span["status"])
 }
 
 func TestPostIsRejected(t *testing.T) {

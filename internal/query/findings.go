@@ -38,10 +38,10 @@ func (a *api) getFindings(w http.ResponseWriter, r *http.Request) {
 	}
 	sums, err := a.reader.GetFindingSummaries(r.Context(), f)
 	a.answer(w, "aggregating findings", struct {
-		Start    int64                  `json:"start,string"`
-		End      int64                  `json:"end,string"`
-		Findings []store.FindingSummary `json:"findings"`
-	}{f.Start, f.End, sums}, err)
+		Start    int64            `json:"start,string"`
+		End      int64            `json:"end,string"`
+		Findings []FindingSummary `json:"findings"`
+	}{f.Start, f.End, findingSummaries(sums)}, err)
 }
 
 // window reads the `start`, `end` and `limit` parameters shared by the

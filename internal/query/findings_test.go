@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -60,24 +61,23 @@ func TestTraceTimesAdjustedForClockSkew(t *testing.T) {
 	skew := 300 * ms
 	reader := fakeReader{id: {
 		TraceID: id,
-		Spans: []store.Span{
-			{SpanID: "0000000000000001", Name: "GET /cart", Kind: "server", Service: "web", Host: "web-1",
-				StartTimeUnixNano: base, EndTimeUnixNano: base + 100*ms},
-			{SpanID: "0000000000000002", ParentSpanID: "0000000000000001", Name: "SELECT", Kind: "client", Service: "web",
-				Host: "web-1", StartTimeUnixNano: base + 10*ms, EndTimeUnixNano: base + 90*ms},
-			{SpanID: "0000000000000003", ParentSpanID: "0000000000000002", Name: "SELECT", Kind: "server", Service: "db",
-				Host: "db-1", StartTimeUnixNano: base + 20*ms + skew, EndTimeUnixNano: base + 80*ms + skew},
+		Spans: []model.Span{
+			{SpanID: "0000000000000001", Name: "GET /cart", Kind: model.KindServer, Service: "web", Host: "web-1",
+				StartUnixNano: base, EndUnixNano: base + 100*ms},
+			{SpanID: "0000000000000002", ParentSpanID: "0000000000000001", Name: "SELECT", Kind: model.KindClient, Service: "web",
+				Host: "web-1", StartUnixNano: base + 10*ms, EndUnixNano: base + 90*ms},
+			{SpanID: "0000000000000003", ParentSpanID: "0000000000000002", Name: "SELECT", Kind: model.KindServer, Service: "db",
+				Host: "db-1", StartUnixNano: base + 20*ms + skew, EndUnixNano: base + 80*ms + skew},
 		},
-		Logs: []store.Log{
+		Logs: []model.Log{
 			{Body: "query done", Host: "db-1", TimeUnixNano: base + 70*ms + skew},
 			{Body: "rendering", Host: "web-1", TimeUnixNano: base + 95*ms},
 		},
-		Findings: []store.Finding{},
 	}}
 	rec := httptest.NewRecorder()
 	NewHandler(reader, zap.NewNop()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces/"+id, nil))
 	require.Equal(t, http.StatusOK, rec.Code)
-	var got store.Trace
+	var got Trace
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 	db := got.Spans[2]
 	assert.Equal(t, base+20*ms+skew, db.StartTimeUnixNano, "raw time kept")

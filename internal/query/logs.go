@@ -52,8 +52,8 @@ func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 	}
 	logs, err := a.reader.SearchLogs(r.Context(), f)
 	a.answer(w, "searching logs", struct {
-		Start int64             `json:"start,string"`
-		End   int64             `json:"end,string"`
-		Logs  []store.SearchLog `json:"logs"`
-	}{f.Start, f.End, logs}, err)
+		Start int64      `json:"start,string"`
+		End   int64      `json:"end,string"`
+		Logs  []LogMatch `json:"logs"`
+	}{f.Start, f.End, logMatches(logs)}, err)
 }

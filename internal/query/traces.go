@@ -76,8 +76,8 @@ func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
 	}
 	traces, err := a.reader.SearchTraces(r.Context(), f)
 	a.answer(w, "searching traces", struct {
-		Traces []store.TraceSummary `json:"traces"`
-	}{traces}, err)
+		Traces []TraceSummary `json:"traces"`
+	}{traceSummaries(traces)}, err)
 }
 
 // listServices serves GET /api/v1/services: the services of the traces

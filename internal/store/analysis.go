@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // The findings and clock offsets of kept traces travel with their spans:
@@ -38,7 +40,7 @@ const (
 
 // AppendAnalysis appends findings and clock offsets to td, in one resource
 // marked with AnalysisResource; nothing when there are none.
-func AppendAnalysis(td ptrace.Traces, findings []FindingRow, clocks []ClockRow) {
+func AppendAnalysis(td ptrace.Traces, findings []model.Finding, clocks []model.ClockOffset) {
 	if len(findings)+len(clocks) == 0 {
 		return
 	}
@@ -95,7 +97,7 @@ func IsAnalysis(rs ptrace.ResourceSpans) bool {
 }
 
 // AnalysisOf returns the findings and clock offsets that td carries.
-func AnalysisOf(td ptrace.Traces) (findings []FindingRow, clocks []ClockRow) {
+func AnalysisOf(td ptrace.Traces) (findings []model.Finding, clocks []model.ClockOffset) {
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
 		rs := rss.At(i)
@@ -112,7 +114,7 @@ func AnalysisOf(td ptrace.Traces) (findings []FindingRow, clocks []ClockRow) {
 				at := uint64(s.StartTimestamp())
 				switch s.Name() {
 				case analysisFinding:
-					f := FindingRow{TraceID: traceID, TimeUnixNano: at, Kind: str(a, attrKind), Service: str(a, attrService),
+					f := model.Finding{TraceID: traceID, TimeUnixNano: at, Kind: str(a, attrKind), Service: str(a, attrService),
 						Subject: str(a, attrSubject), Summary: str(a, attrSummary)}
 					if v, ok := a.Get(attrValue); ok {
 						f.Value = v.Double()
@@ -124,7 +126,7 @@ func AnalysisOf(td ptrace.Traces) (findings []FindingRow, clocks []ClockRow) {
 					}
 					findings = append(findings, f)
 				case analysisClock:
-					c := ClockRow{TraceID: traceID, TimeUnixNano: at, Host: str(a, attrHost), Source: str(a, attrSource)}
+					c := model.ClockOffset{TraceID: traceID, TimeUnixNano: at, Host: str(a, attrHost), Source: str(a, attrSource)}
 					if v, ok := a.Get(attrOffsetNanos); ok {
 						c.OffsetNanos = v.Int()
 					}

@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // Findings and clock offsets appended to a batch of kept spans come back
@@ -15,13 +17,13 @@ import (
 // as spans.
 func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	const trace = "4bf92f3577b34da6a3ce929d0e0e4736"
-	findings := []FindingRow{
+	findings := []model.Finding{
 		{TraceID: trace, TimeUnixNano: 1796010663450975897, Kind: "retry_fanout", Service: "frontend",
 			Subject: "frontend → payments POST /charge", SpanIDs: []string{"00f067aa0ba902b7", "00f067aa0ba902b8"},
 			Value: 27, Summary: "3 attempts at each of 3 layers"},
 		{TraceID: trace, TimeUnixNano: 1796010663450975897, Kind: "slowest_hop", Service: "db", Value: 0.25},
 	}
-	clocks := []ClockRow{{TraceID: trace, TimeUnixNano: 1796010663450975897, Host: "pay-1", OffsetNanos: -300_000_000, Source: "estimate"}}
+	clocks := []model.ClockOffset{{TraceID: trace, TimeUnixNano: 1796010663450975897, Host: "pay-1", OffsetNanos: -300_000_000, Source: "estimate"}}
 
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()

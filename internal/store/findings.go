@@ -4,22 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
-)
 
-// FindingRow is one analyzer finding of a stored trace: a row of the findings
-// table. Subject is what the finding is about, the key the findings API
-// aggregates by: an operation ("checkout GET /cart"), a call edge
-// ("checkout → payments POST /charge") or a host pair ("web-1 → db-1").
-type FindingRow struct {
-	TraceID      string
-	TimeUnixNano uint64 // the trace's start
-	Kind         string
-	Service      string
-	Subject      string
-	SpanIDs      []string
-	Value        float64
-	Summary      string
-}
+	"github.com/tracesift/tracesift/internal/model"
+)
 
 // findingColumns are the findings table's columns in a Native block.
 var findingColumns = []nativeColumnDef{
@@ -28,14 +15,12 @@ var findingColumns = []nativeColumnDef{
 	{"value", nativeFloat64}, {"summary", nativeString},
 }
 
-// WriteFindings stores findings in one insert, a Native block. Kept traces
-// have a few findings each, so at 150 k spans/s the findings are about half
-// as many rows as the kept spans; as JSONEachRow (before) a row cost the
-// engine about what a span does.
-func (w *Writer) WriteFindings(ctx context.Context, rows []FindingRow) error {
-	return insertBlock(ctx, w.conn, w.findings, "findings", findingColumns, rows, w.notBefore(w.retention.Traces), func(r *FindingRow) uint64 {
+// WriteFindings stores findings in one insert, a Native block: kept traces
+// have a few findings each, so they come close to the spans in rows.
+func (w *Writer) WriteFindings(ctx context.Context, rows []model.Finding) error {
+	return insertBlock(ctx, w.conn, w.findings, "findings", findingColumns, rows, w.notBefore(w.retention.Traces), func(r *model.Finding) uint64 {
 		return r.TimeUnixNano
-	}, func(c []nativeColumn, r *FindingRow) {
+	}, func(c []nativeColumn, r *model.Finding) {
 		v := r.Value
 		if math.IsNaN(v) || math.IsInf(v, 0) {
 			v = 0 // what the API can serve as JSON; one bad value must not lose the batch
@@ -82,16 +67,6 @@ func insertBlock[T any](ctx context.Context, conn Conn, table, what string, defs
 	return nil
 }
 
-// ClockRow is the clock offset of one host of a kept trace: clock(Host) −
-// clock(the trace's reference host), as the skew estimator put it.
-type ClockRow struct {
-	TraceID      string
-	TimeUnixNano uint64 // the trace's start
-	Host         string
-	OffsetNanos  int64
-	Source       string // how the offset was found (estimate, propagated, trace)
-}
-
 // clockColumns are the trace_clock table's columns in a Native block.
 var clockColumns = []nativeColumnDef{
 	{"timestamp", nativeDateTime64}, {"trace_id", nativeString}, {"host", nativeString},
@@ -99,10 +74,10 @@ var clockColumns = []nativeColumnDef{
 }
 
 // WriteClockOffsets stores clock offsets in one insert, a Native block.
-func (w *Writer) WriteClockOffsets(ctx context.Context, rows []ClockRow) error {
-	return insertBlock(ctx, w.conn, w.clock, "clock offsets", clockColumns, rows, w.notBefore(w.retention.Traces), func(r *ClockRow) uint64 {
+func (w *Writer) WriteClockOffsets(ctx context.Context, rows []model.ClockOffset) error {
+	return insertBlock(ctx, w.conn, w.clock, "clock offsets", clockColumns, rows, w.notBefore(w.retention.Traces), func(r *model.ClockOffset) uint64 {
 		return r.TimeUnixNano
-	}, func(c []nativeColumn, r *ClockRow) {
+	}, func(c []nativeColumn, r *model.ClockOffset) {
 		c[0].appendUInt64(r.TimeUnixNano)
 		c[1].appendString(r.TraceID)
 		c[2].appendString(r.Host)

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // LogsFilter selects the logs SearchLogs returns. Empty fields match all;
@@ -40,20 +42,13 @@ func SearchWords(q string) []string {
 	return words
 }
 
-// SearchLog is a log line found by a search: the API's log, with whether its
-// trace is stored.
-type SearchLog struct {
-	Log
-	Kept bool `json:"kept"`
-}
-
 // SearchLogs returns the logs matching f, newest first, in a stable order.
 // The range is searched from its end in growing slices (the newest
 // sixteenth, the next three sixteenths, then the rest), each for what the
 // page still misses: a common word fills the page in the first slice,
 // reading a fraction of the data, and only a search with few matches reads
 // it all.
-func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]SearchLog, error) {
+func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]model.LogMatch, error) {
 	if len(f.Words) > MaxSearchWords {
 		return nil, fmt.Errorf("at most %d search words, got %d", MaxSearchWords, len(f.Words))
 	}
@@ -65,7 +60,7 @@ func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]SearchLog, err
 	if f.TraceID != "" {
 		cuts = []int64{f.Start} // one trace's lines are few: one pass
 	}
-	out := []SearchLog{}
+	out := []model.LogMatch{}
 	to := f.End
 	for _, from := range cuts {
 		from = max(from, f.Start)
@@ -88,7 +83,7 @@ func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]SearchLog, err
 }
 
 // markKept sets Kept on the logs whose trace is stored.
-func (r *Reader) markKept(ctx context.Context, logs []SearchLog) error {
+func (r *Reader) markKept(ctx context.Context, logs []model.LogMatch) error {
 	kept := map[string]bool{} // the page's trace ids; true once found stored
 	var ids []string
 	for _, l := range logs {
@@ -121,7 +116,7 @@ func (r *Reader) markKept(ctx context.Context, logs []SearchLog) error {
 
 // searchLogs appends the logs matching f between from and to (inclusive),
 // at most limit of them.
-func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, limit int, out []SearchLog) ([]SearchLog, error) {
+func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, limit int, out []model.LogMatch) ([]model.LogMatch, error) {
 	p := Params{"start_ns": from, "end_ns": to, "service": f.Service, "severity": f.Severity,
 		"trace_id": f.TraceID, "limit": int64(limit)}
 	var cond strings.Builder
@@ -140,7 +135,7 @@ func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, l
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
-		out = append(out, SearchLog{Log: row.log()})
+		out = append(out, model.LogMatch{Log: row.log()})
 		return nil
 	})
 	if err != nil {

@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 func TestDayGroups(t *testing.T) {
@@ -126,9 +128,9 @@ func TestWritesAreSplitByDay(t *testing.T) {
 	// The resource with each range, as its last_seen moves on by days.
 	assert.Len(t, c.inserts["db.resources"], 4)
 
-	findings := make([]FindingRow, days)
+	findings := make([]model.Finding, days)
 	for d := range findings {
-		findings[d] = FindingRow{TimeUnixNano: uint64(now.Add(-time.Duration(d) * 24 * time.Hour).UnixNano()), Kind: "k"}
+		findings[d] = model.Finding{TimeUnixNano: uint64(now.Add(-time.Duration(d) * 24 * time.Hour).UnixNano()), Kind: "k"}
 	}
 	require.NoError(t, w.WriteFindings(ctx, findings))
 	require.Len(t, c.inserts["db.findings"], 4)
@@ -181,10 +183,10 @@ func TestExpiredRowsAreSkipped(t *testing.T) {
 	require.Len(t, c.inserts["db.trace_summaries"], 1)
 	assert.Len(t, decodeNative(t, c.inserts["db.trace_summaries"][0]), 2, "no summary of the expired trace")
 
-	require.NoError(t, w.WriteClockOffsets(ctx, []ClockRow{{TimeUnixNano: uint64(at(time.Hour))}, {TimeUnixNano: uint64(at(49 * time.Hour))}}))
+	require.NoError(t, w.WriteClockOffsets(ctx, []model.ClockOffset{{TimeUnixNano: uint64(at(time.Hour))}, {TimeUnixNano: uint64(at(49 * time.Hour))}}))
 	require.Len(t, c.inserts["db.trace_clock"], 1)
 	assert.Equal(t, 1, blockRows(c.inserts["db.trace_clock"][0]))
-	require.NoError(t, w.WriteClockOffsets(ctx, []ClockRow{{TimeUnixNano: uint64(at(49 * time.Hour))}}))
+	require.NoError(t, w.WriteClockOffsets(ctx, []model.ClockOffset{{TimeUnixNano: uint64(at(49 * time.Hour))}}))
 	assert.Len(t, c.inserts["db.trace_clock"], 1, "nothing to insert")
 
 	// Without retention everything is written.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 //go:embed queries/*.sql
@@ -83,13 +85,15 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		spansTable: db + ".spans"}
 }
 
-// GetTrace returns the trace's spans, logs and findings, or ErrNotFound.
-// The reads after the spans' are bounded by the trace's time window.
-func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
+// GetTrace returns the trace's spans, logs, findings and clock offsets, or
+// ErrNotFound. The reads after the spans' are bounded by the trace's time
+// window. Its slices and maps are empty, not nil, when there is nothing.
+func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, error) {
 	if !ValidTraceID(traceID) {
 		return nil, fmt.Errorf("trace id %q: want 32 lowercase hex characters", traceID)
 	}
-	t := &Trace{TraceID: traceID, Spans: []Span{}, Logs: []Log{}, Findings: []Finding{}, ClockOffsets: map[string]int64{}}
+	t := &model.Trace{TraceID: traceID, Spans: []model.Span{}, Logs: []model.Log{}, Findings: []model.Finding{},
+		ClockOffsets: map[string]int64{}}
 	var resourceIDs []uint64 // of each span
 	err := r.conn.Query(ctx, r.spans, Params{"trace_id": traceID}, func(b []byte) error {
 		var row spanRow
@@ -110,9 +114,9 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 		return nil, fmt.Errorf("reading the resources of trace %s: %w", traceID, err)
 	}
 	// The trace's window: from its first span's start to its last end.
-	startNs, endNs := int64(t.Spans[0].StartTimeUnixNano), int64(0)
+	startNs, endNs := int64(t.Spans[0].StartUnixNano), int64(0)
 	for _, s := range t.Spans {
-		startNs, endNs = min(startNs, int64(s.StartTimeUnixNano)), max(endNs, int64(s.EndTimeUnixNano))
+		startNs, endNs = min(startNs, int64(s.StartUnixNano)), max(endNs, int64(s.EndUnixNano))
 	}
 	w := r.cfg.LogWindow.Nanoseconds()
 	lp := Params{"trace_id": traceID, "from_ns": startNs - w, "to_ns": endNs + w, "limit": uint64(r.cfg.MaxLogs)}
@@ -129,10 +133,15 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 	}
 	err = r.conn.Query(ctx, r.findings, lp, func(b []byte) error {
 		var row struct {
-			Finding
-			Clock    int    `json:"clock"`
-			Host     string `json:"host"`
-			OffsetNs int64  `json:"offset_ns"`
+			Clock    int      `json:"clock"`
+			Kind     string   `json:"kind"`
+			SpanIDs  []string `json:"span_ids"`
+			Service  string   `json:"service"`
+			Subject  string   `json:"subject"`
+			Value    float64  `json:"value"`
+			Summary  string   `json:"summary"`
+			Host     string   `json:"host"`
+			OffsetNs int64    `json:"offset_ns"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
@@ -141,11 +150,11 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 			t.ClockOffsets[row.Host] = row.OffsetNs
 			return nil
 		}
-		f := row.Finding
-		if f.SpanIDs == nil {
-			f.SpanIDs = []string{}
+		if row.SpanIDs == nil {
+			row.SpanIDs = []string{}
 		}
-		t.Findings = append(t.Findings, f)
+		t.Findings = append(t.Findings, model.Finding{TraceID: traceID, Kind: row.Kind, SpanIDs: row.SpanIDs,
+			Service: row.Service, Subject: row.Subject, Value: row.Value, Summary: row.Summary})
 		return nil
 	})
 	if err != nil {
@@ -157,7 +166,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*Trace, error) {
 // setResources gives each span the resource its row names (ids[i] for
 // spans[i]; 0 for rows that carry theirs), from the cache or the resources
 // table. Spans of one resource share one copy of it.
-func (r *Reader) setResources(ctx context.Context, spans []Span, ids []uint64) error {
+func (r *Reader) setResources(ctx context.Context, spans []model.Span, ids []uint64) error {
 	found := map[uint64]map[string]string{}
 	var missing []uint64
 	r.resMu.Lock()
@@ -215,35 +224,22 @@ func (r *Reader) setResources(ctx context.Context, spans []Span, ids []uint64) e
 	return nil
 }
 
-func (row spanRow) span() Span {
-	s := Span{
+func (row spanRow) span() model.Span {
+	return model.Span{
 		TraceID: row.TraceID, SpanID: row.SpanID, ParentSpanID: row.ParentSpanID, TraceState: row.TraceState,
-		Name: row.Name, Kind: row.Kind, Service: row.Service, Host: row.Host,
-		StartTimeUnixNano: uint64(row.Timestamp), EndTimeUnixNano: uint64(row.Timestamp) + row.DurationNs,
-		DurationNano:              row.DurationNs,
-		AdjustedStartTimeUnixNano: uint64(row.Timestamp), AdjustedEndTimeUnixNano: uint64(row.Timestamp) + row.DurationNs,
-		Status:     Status{Code: row.StatusCode, Message: row.StatusMessage},
+		Name: row.Name, Kind: model.ParseKind(row.Kind), Service: row.Service, Host: row.Host,
+		StartUnixNano: uint64(row.Timestamp), EndUnixNano: uint64(row.Timestamp) + row.DurationNs,
+		StatusCode: model.ParseStatusCode(row.StatusCode), StatusMessage: row.StatusMessage,
 		Attributes: nonNil(row.Attributes), Resource: nonNil(row.Resource),
 		ScopeName: row.ScopeName, ScopeVersion: row.ScopeVersion,
-		Events: []Event{}, Links: []Link{},
+		Events: decodeEvents(row.Events), Links: decodeLinks(row.Links),
 	}
-	// Events and links were written by this package as the API's JSON (or
-	// empty for none); a row that does not parse is shown without them
-	// rather than failing the whole trace.
-	if row.Events != "" {
-		_ = json.Unmarshal([]byte(row.Events), &s.Events)
-	}
-	if row.Links != "" {
-		_ = json.Unmarshal([]byte(row.Links), &s.Links)
-	}
-	return s
 }
 
-func (row logRow) log() Log {
-	return Log{
+func (row logRow) log() model.Log {
+	return model.Log{
 		TimeUnixNano: uint64(row.Timestamp), ObservedTimeUnixNano: uint64(row.ObservedTimestamp),
-		AdjustedTimeUnixNano: uint64(row.Timestamp),
-		SeverityText:         row.SeverityText, SeverityNumber: int(row.SeverityNumber), Body: row.Body,
+		SeverityText: row.SeverityText, SeverityNumber: int(row.SeverityNumber), Body: row.Body,
 		TraceID: row.TraceID, SpanID: row.SpanID, Service: row.Service, Host: row.Host,
 		Attributes: nonNil(row.Attributes), Resource: nonNil(row.Resource),
 	}
@@ -266,12 +262,16 @@ type FindingsFilter struct {
 
 // GetFindingSummaries aggregates findings across traces by kind, service and
 // subject, most frequent first.
-func (r *Reader) GetFindingSummaries(ctx context.Context, f FindingsFilter) ([]FindingSummary, error) {
-	out := []FindingSummary{}
+func (r *Reader) GetFindingSummaries(ctx context.Context, f FindingsFilter) ([]model.FindingSummary, error) {
+	out := []model.FindingSummary{}
 	p := Params{"kind": f.Kind, "service": f.Service, "start_ns": f.Start, "end_ns": f.End, "limit": int64(f.Limit)}
 	err := r.conn.Query(ctx, r.summary, p, func(b []byte) error {
 		var row struct {
-			FindingSummary
+			Kind       string   `json:"kind"`
+			Service    string   `json:"service"`
+			Subject    string   `json:"subject"`
+			Count      uint64   `json:"count"`
+			Traces     uint64   `json:"traces"`
 			LastSeenNs int64    `json:"last_seen_ns"`
 			AvgValue   float64  `json:"avg_value"`
 			P50Value   float64  `json:"p50_value"`
@@ -281,13 +281,12 @@ func (r *Reader) GetFindingSummaries(ctx context.Context, f FindingsFilter) ([]F
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
-		s := row.FindingSummary
-		s.AvgValue, s.P50Value, s.MaxValue, s.ExampleTraceIDs = row.AvgValue, row.P50Value, row.MaxValue, row.Examples
-		s.LastSeenUnixNano = uint64(max(row.LastSeenNs, 0))
-		if s.ExampleTraceIDs == nil {
-			s.ExampleTraceIDs = []string{}
+		if row.Examples == nil {
+			row.Examples = []string{}
 		}
-		out = append(out, s)
+		out = append(out, model.FindingSummary{Kind: row.Kind, Service: row.Service, Subject: row.Subject,
+			Count: row.Count, Traces: row.Traces, AvgValue: row.AvgValue, P50Value: row.P50Value, MaxValue: row.MaxValue,
+			ExampleTraceIDs: row.Examples, LastSeenUnixNano: uint64(max(row.LastSeenNs, 0))})
 		return nil
 	})
 	if err != nil {

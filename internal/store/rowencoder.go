@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // rowEncoder builds a Native block (native.go) of spans or log records
@@ -233,11 +235,11 @@ func (e *rowEncoder) appendSpanRow(scope pcommon.InstrumentationScope, s ptrace.
 	c[spanIDs].data = append(append(c[spanIDs].data, id[:]...), parent[:]...)
 	c[spanTraceState].appendString(s.TraceState().AsRaw())
 	c[spanName].appendString(s.Name())
-	c[spanKind].appendString(KindName(s.Kind()))
+	c[spanKind].appendString(model.Kind(s.Kind()).String())
 	c[spanService].data = append(c[spanService].data, e.service...)
 	c[spanHost].data = append(c[spanHost].data, e.host...)
 	c[spanDuration].appendUInt64(dur)
-	c[spanStatusCode].appendString(StatusName(s.Status().Code()))
+	c[spanStatusCode].appendString(model.StatusCode(s.Status().Code()).String())
 	c[spanStatusMessage].appendString(s.Status().Message())
 	e.appendAttrMap(&c[spanAttributes], s.Attributes())
 	c[spanResourceID].appendUInt64(r.id)

@@ -2,19 +2,62 @@ package store
 
 import (
 	"encoding/hex"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
-// The JSON the store writes itself: the events and links columns hold the
-// API's JSON of a span's events and links.
+// The JSON the store writes itself: the events and links columns hold a
+// span's events and links as JSON arrays of storedEvent and storedLink.
 
-// appendEvents appends evs as the API's JSON array of Event, which the reader
-// decodes from the events column.
+// storedEvent is a span event as the events column holds it.
+type storedEvent struct {
+	TimeUnixNano uint64            `json:"timeUnixNano,string"`
+	Name         string            `json:"name"`
+	Attributes   map[string]string `json:"attributes"`
+}
+
+// storedLink is a span link as the links column holds it.
+type storedLink struct {
+	TraceID    string            `json:"traceId"`
+	SpanID     string            `json:"spanId"`
+	Attributes map[string]string `json:"attributes"`
+}
+
+// decodeEvents reads an events column; a value that does not parse gives no
+// events rather than failing the whole trace.
+func decodeEvents(col string) []model.Event {
+	var in []storedEvent
+	if col != "" {
+		_ = json.Unmarshal([]byte(col), &in)
+	}
+	out := make([]model.Event, len(in))
+	for i, e := range in {
+		out[i] = model.Event{Name: e.Name, TimeUnixNano: e.TimeUnixNano, Attributes: nonNil(e.Attributes)}
+	}
+	return out
+}
+
+// decodeLinks reads a links column, as decodeEvents does.
+func decodeLinks(col string) []model.Link {
+	var in []storedLink
+	if col != "" {
+		_ = json.Unmarshal([]byte(col), &in)
+	}
+	out := make([]model.Link, len(in))
+	for i, l := range in {
+		out[i] = model.Link{TraceID: l.TraceID, SpanID: l.SpanID, Attributes: nonNil(l.Attributes)}
+	}
+	return out
+}
+
+// appendEvents appends evs as a JSON array of storedEvent.
 func (e *rowEncoder) appendEvents(b []byte, evs ptrace.SpanEventSlice) []byte {
 	b = append(b, '[')
 	for i := 0; i < evs.Len(); i++ {
@@ -33,8 +76,7 @@ func (e *rowEncoder) appendEvents(b []byte, evs ptrace.SpanEventSlice) []byte {
 	return append(b, ']')
 }
 
-// appendLinks appends links as the API's JSON array of Link, which the reader
-// decodes from the links column.
+// appendLinks appends links as a JSON array of storedLink.
 func (e *rowEncoder) appendLinks(b []byte, links ptrace.SpanLinkSlice) []byte {
 	b = append(b, '[')
 	for i := 0; i < links.Len(); i++ {
@@ -53,8 +95,7 @@ func (e *rowEncoder) appendLinks(b []byte, links ptrace.SpanLinkSlice) []byte {
 	return append(b, ']')
 }
 
-// appendAttrs appends m as a JSON object of strings, as the API shows
-// attributes: values as Value.AsString renders them, each key once with its
+// appendAttrs appends m as a JSON object of strings: values as Value.AsString renders them, each key once with its
 // last value (see appendAttrEntries).
 func (e *rowEncoder) appendAttrs(b []byte, m pcommon.Map) []byte {
 	last := e.lastOccurrences(m)

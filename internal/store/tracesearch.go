@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // TracesFilter selects the traces SearchTraces returns: those that started
@@ -31,19 +33,6 @@ type AttributeFilter struct{ Key, Value string }
 // MaxAttributeFilters bounds the attribute filters of one search.
 const MaxAttributeFilters = 4
 
-// TraceSummary is one trace found by a search.
-type TraceSummary struct {
-	TraceID           string   `json:"traceId"`
-	RootService       string   `json:"rootService"`
-	RootName          string   `json:"rootName"`
-	StartTimeUnixNano uint64   `json:"startTimeUnixNano,string"`
-	DurationNano      uint64   `json:"durationNano"`
-	Status            string   `json:"status"` // ERROR when a span is, else OK
-	SpanCount         uint64   `json:"spanCount"`
-	ErrorCount        uint64   `json:"errorCount"`
-	Services          []string `json:"services"`
-}
-
 // searchCandidates is how many rows of trace_summaries a search takes for a
 // page: twice the page's end, since a trace whose spans came in several
 // inserts has several rows, and a part of a trace may pass a filter that the
@@ -58,7 +47,7 @@ func wideCandidates(limit, offset int) int64 { return 64*int64(limit+offset) + 1
 
 // SearchTraces returns the summaries of the traces matching f, newest first,
 // from the per-trace tables alone (spans are read for attribute filters).
-func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]TraceSummary, error) {
+func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.TraceSummary, error) {
 	errorsOnly := int64(0)
 	if f.ErrorsOnly {
 		errorsOnly = 1
@@ -109,8 +98,8 @@ func satAdd(a, b int64) int64 {
 
 // searchTraces runs a search and returns its page, and when the page is not
 // empty how many rows its candidates have in the window (candidate_rows).
-func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]TraceSummary, int64, error) {
-	out := []TraceSummary{}
+func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]model.TraceSummary, int64, error) {
+	out := []model.TraceSummary{}
 	var candidates int64
 	err := r.conn.Query(ctx, query, p, func(b []byte) error {
 		var row struct {
@@ -127,12 +116,9 @@ func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]Tr
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
-		s := TraceSummary{TraceID: row.TraceID, RootService: row.RootService, RootName: row.RootName,
-			StartTimeUnixNano: uint64(max(row.StartNs, 0)), DurationNano: uint64(max(row.DurationNs, 0)),
-			Status: "OK", SpanCount: row.SpanCount, ErrorCount: row.ErrorCount, Services: row.Services}
-		if s.ErrorCount > 0 {
-			s.Status = "ERROR"
-		}
+		s := model.TraceSummary{TraceID: row.TraceID, RootService: row.RootService, RootName: row.RootName,
+			StartUnixNano: uint64(max(row.StartNs, 0)), DurationNano: uint64(max(row.DurationNs, 0)),
+			SpanCount: row.SpanCount, ErrorCount: row.ErrorCount, Services: row.Services}
 		if s.Services == nil {
 			s.Services = []string{}
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -309,36 +308,4 @@ func durationNanos(start, end pcommon.Timestamp) uint64 {
 // came from.
 func serviceAndHost(attrs pcommon.Map) (service, host string) {
 	return ServiceName(attrs), HostName(attrs)
-}
-
-// KindName is the API's name for a span kind: "server", "client", ….
-func KindName(k ptrace.SpanKind) string {
-	switch k {
-	case ptrace.SpanKindServer:
-		return "server"
-	case ptrace.SpanKindClient:
-		return "client"
-	case ptrace.SpanKindProducer:
-		return "producer"
-	case ptrace.SpanKindConsumer:
-		return "consumer"
-	case ptrace.SpanKindInternal:
-		return "internal"
-	default:
-		return "unspecified"
-	}
-}
-
-// StatusName is the API's name for a status code: "UNSET", "OK", "ERROR".
-func StatusName(c ptrace.StatusCode) string {
-	switch c {
-	case ptrace.StatusCodeUnset:
-		return "UNSET"
-	case ptrace.StatusCodeOk:
-		return "OK"
-	case ptrace.StatusCodeError:
-		return "ERROR"
-	default:
-		return strings.ToUpper(c.String())
-	}
 }

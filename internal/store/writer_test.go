@@ -24,6 +24,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // The writer's encoding before rowEncoder, kept as the oracle the new one is
@@ -68,7 +70,7 @@ func oldSpanRow(s ptrace.Span, scope pcommon.InstrumentationScope, res map[strin
 		ParentSpanID:  oldSpanIDString(s.ParentSpanID()),
 		TraceState:    s.TraceState().AsRaw(),
 		Name:          s.Name(),
-		Kind:          KindName(s.Kind()),
+		Kind:          model.Kind(s.Kind()).String(),
 		Service:       service,
 		Host:          host,
 		DurationNs:    durationNanos(s.StartTimestamp(), s.EndTimestamp()),
@@ -156,19 +158,19 @@ func oldStatusName(c ptrace.StatusCode) string {
 }
 
 func oldEventsJSON(evs ptrace.SpanEventSlice) string {
-	out := make([]Event, 0, evs.Len())
+	out := make([]storedEvent, 0, evs.Len())
 	for i := 0; i < evs.Len(); i++ {
 		e := evs.At(i)
-		out = append(out, Event{TimeUnixNano: uint64(e.Timestamp()), Name: e.Name(), Attributes: oldAttrMap(e.Attributes())})
+		out = append(out, storedEvent{TimeUnixNano: uint64(e.Timestamp()), Name: e.Name(), Attributes: oldAttrMap(e.Attributes())})
 	}
 	return oldJSONArray(out, len(out))
 }
 
 func oldLinksJSON(links ptrace.SpanLinkSlice) string {
-	out := make([]Link, 0, links.Len())
+	out := make([]storedLink, 0, links.Len())
 	for i := 0; i < links.Len(); i++ {
 		l := links.At(i)
-		out = append(out, Link{TraceID: l.TraceID().String(), SpanID: oldSpanIDString(l.SpanID()), Attributes: oldAttrMap(l.Attributes())})
+		out = append(out, storedLink{TraceID: l.TraceID().String(), SpanID: oldSpanIDString(l.SpanID()), Attributes: oldAttrMap(l.Attributes())})
 	}
 	return oldJSONArray(out, len(out))
 }

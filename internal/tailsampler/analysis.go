@@ -16,6 +16,7 @@ import (
 
 	"github.com/tracesift/tracesift/internal/analyze"
 	"github.com/tracesift/tracesift/internal/clockskew"
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -133,8 +134,8 @@ func (a *analyzer) start(host component.Host, id component.ID) error {
 // It returns the number of findings.
 func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool, now time.Time) int {
 	traces := tracesOf(td, whole)
-	var rows []store.FindingRow
-	var clocks []store.ClockRow
+	var rows []model.Finding
+	var clocks []model.ClockOffset
 	for _, t := range traces {
 		obs := clockskew.PairOffsets(&t.Trace)
 		a.skew.Observe(now, obs)
@@ -145,7 +146,7 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 			// Offsets the query API corrects this trace's times by.
 			for _, h := range adj.Hosts {
 				if h.Offset != 0 {
-					clocks = append(clocks, store.ClockRow{TraceID: t.TraceID, TimeUnixNano: t.start, Host: h.Host,
+					clocks = append(clocks, model.ClockOffset{TraceID: t.TraceID, TimeUnixNano: t.start, Host: h.Host,
 						OffsetNanos: int64(h.Offset), Source: h.Source.String()})
 				}
 			}
@@ -158,10 +159,8 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 		findings = append(analyze.Analyze(&t.Trace, a.opts), findings...)
 		for _, f := range findings {
 			a.tel.findingsCount.Add(context.Background(), 1, a.tel.findingKind(f.Kind))
-			rows = append(rows, store.FindingRow{
-				TraceID: t.TraceID, TimeUnixNano: t.start, Kind: f.Kind, Service: f.Service,
-				Subject: subjectOf(&t.Trace, &f), SpanIDs: f.SpanIDs, Value: f.Value, Summary: f.Summary,
-			})
+			f.TraceID, f.TimeUnixNano = t.TraceID, t.start
+			rows = append(rows, f)
 		}
 	}
 	if a.export {
@@ -206,7 +205,7 @@ func (a *analyzer) crossesSkewedPair(h *hostSet) bool {
 
 // analyzedTrace is a trace in the analyzers' model, with its start time.
 type analyzedTrace struct {
-	analyze.Trace
+	model.Trace
 	start uint64
 }
 
@@ -231,14 +230,14 @@ func tracesOf(td ptrace.Traces, whole map[pcommon.TraceID]bool) []*analyzedTrace
 				}
 				t := byID[id]
 				if t == nil {
-					t = &analyzedTrace{Trace: analyze.Trace{TraceID: hex.EncodeToString(id[:])}, start: math.MaxUint64}
+					t = &analyzedTrace{Trace: model.Trace{TraceID: hex.EncodeToString(id[:])}, start: math.MaxUint64}
 					byID[id] = t
 					order = append(order, t)
 				}
 				if st := uint64(sp.StartTimestamp()); st != 0 && st < t.start {
 					t.start = st
 				}
-				t.Spans = append(t.Spans, spanOf(sp, service, host))
+				t.Spans = append(t.Spans, model.SpanFromPdata(sp, t.TraceID, service, host))
 			}
 		}
 	}
@@ -248,91 +247,4 @@ func tracesOf(td ptrace.Traces, whole map[pcommon.TraceID]bool) []*analyzedTrace
 		}
 	}
 	return order
-}
-
-func spanOf(sp ptrace.Span, service, host string) analyze.Span {
-	s := analyze.Span{
-		SpanID:        spanIDHex(sp.SpanID()),
-		ParentSpanID:  spanIDHex(sp.ParentSpanID()),
-		Name:          sp.Name(),
-		Kind:          analyze.Kind(sp.Kind()),
-		Service:       service,
-		Host:          host,
-		StartUnixNano: uint64(sp.StartTimestamp()),
-		EndUnixNano:   uint64(sp.EndTimestamp()),
-		StatusCode:    analyze.StatusCode(sp.Status().Code()),
-		StatusMessage: sp.Status().Message(),
-		Attributes:    stringMap(sp.Attributes()),
-	}
-	for i := range sp.Events().Len() {
-		ev := sp.Events().At(i)
-		s.Events = append(s.Events, analyze.Event{Name: ev.Name(), TimeUnixNano: uint64(ev.Timestamp()),
-			Attributes: stringMap(ev.Attributes())})
-	}
-	for i := range sp.Links().Len() {
-		l := sp.Links().At(i)
-		tid := l.TraceID()
-		s.Links = append(s.Links, analyze.Link{TraceID: hex.EncodeToString(tid[:]), SpanID: spanIDHex(l.SpanID())})
-	}
-	return s
-}
-
-func spanIDHex(id pcommon.SpanID) string {
-	if id.IsEmpty() {
-		return ""
-	}
-	return hex.EncodeToString(id[:])
-}
-
-func stringMap(m pcommon.Map) map[string]string {
-	if m.Len() == 0 {
-		return nil
-	}
-	out := make(map[string]string, m.Len())
-	for k, v := range m.All() {
-		out[k] = v.AsString()
-	}
-	return out
-}
-
-// subjectOf is what a finding is about, for aggregation across traces: the
-// operation of its first span, the call edge of a retry chain, the host pair
-// of a clock skew.
-func subjectOf(t *analyze.Trace, f *analyze.Finding) string {
-	if len(f.SpanIDs) == 0 {
-		return ""
-	}
-	var span, parent *analyze.Span
-	for i := range t.Spans {
-		if t.Spans[i].SpanID == f.SpanIDs[0] {
-			span = &t.Spans[i]
-			break
-		}
-	}
-	if span == nil {
-		return ""
-	}
-	for i := range t.Spans {
-		if span.ParentSpanID != "" && t.Spans[i].SpanID == span.ParentSpanID {
-			parent = &t.Spans[i]
-			break
-		}
-	}
-	switch f.Kind {
-	case analyze.KindClockSkew:
-		if parent != nil {
-			return parent.Host + " → " + span.Host
-		}
-		return span.Host
-	case analyze.KindRetryFanout:
-		callee := span.Attributes["peer.service"]
-		if callee == "" {
-			callee = span.Attributes["server.address"]
-		}
-		if callee != "" {
-			return span.Service + " → " + callee + " " + span.Name
-		}
-		return span.Service + " → " + span.Name
-	}
-	return span.Service + " " + span.Name
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -98,8 +99,8 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	h.barrier()
 	require.NoError(t, h.p.Shutdown(context.Background()))
 
-	var rows []store.FindingRow
-	var clocks []store.ClockRow
+	var rows []model.Finding
+	var clocks []model.ClockOffset
 	for _, td := range h.sink.AllTraces() {
 		f, c := store.AnalysisOf(td)
 		rows, clocks = append(rows, f...), append(clocks, c...)
@@ -109,10 +110,10 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 			}
 		}
 	}
-	byTrace := map[string]map[string][]store.FindingRow{}
+	byTrace := map[string]map[string][]model.Finding{}
 	for _, r := range rows {
 		if byTrace[r.TraceID] == nil {
-			byTrace[r.TraceID] = map[string][]store.FindingRow{}
+			byTrace[r.TraceID] = map[string][]model.Finding{}
 		}
 		byTrace[r.TraceID][r.Kind] = append(byTrace[r.TraceID][r.Kind], r)
 	}
@@ -142,7 +143,7 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 
 	// Every trace crossing the pair stored pay-1's offset for the query API:
 	// the trace's own calls at first, the estimate once it has its samples.
-	byTraceClock := map[string]store.ClockRow{}
+	byTraceClock := map[string]model.ClockOffset{}
 	for _, c := range clocks {
 		assert.Equal(t, "pay-1", c.Host)
 		byTraceClock[c.TraceID] = c

@@ -7,8 +7,9 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/tracesift/tracesift/internal/analyze"
 	"go.opentelemetry.io/otel/metric"
+
+	"github.com/tracesift/tracesift/internal/analyze"
 )
 
 // scopeName is the instrumentation scope of the sampler's self-metrics.

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/query"
 	"github.com/tracesift/tracesift/internal/store"
 )
@@ -153,13 +154,13 @@ func writeFixture(t *testing.T, db string) http.Handler {
 	require.NoError(t, err)
 
 	at := func(id byte) uint64 { return uint64(fixtureBase.UnixNano()) + uint64(id-0x30)*uint64(time.Second) }
-	require.NoError(t, w.WriteFindings(ctx, []store.FindingRow{
+	require.NoError(t, w.WriteFindings(ctx, []model.Finding{
 		{TraceID: traceID(0x32).String(), TimeUnixNano: at(0x32), Kind: "retry_fanout", Service: "shop-web",
 			Subject: "shop-web → shop-pay charge", SpanIDs: []string{spanID(2).String()}, Value: 3, Summary: "3 attempts"},
 		{TraceID: traceID(0x35).String(), TimeUnixNano: at(0x35), Kind: "slowest_hop", Service: "shop-admin",
 			Subject: "shop-admin GET /report", SpanIDs: []string{spanID(1).String()}, Value: 5000, Summary: "5 s in the report"},
 	}))
-	require.NoError(t, w.WriteClockOffsets(ctx, []store.ClockRow{
+	require.NoError(t, w.WriteClockOffsets(ctx, []model.ClockOffset{
 		{TraceID: traceID(0x32).String(), TimeUnixNano: at(0x32), Host: "pay-1", OffsetNanos: 3_000_000, Source: "estimate"},
 	}))
 	return query.NewHandler(store.NewReader(conn, db, store.ReaderConfig{}), zap.NewNop())
@@ -216,7 +217,7 @@ func TestSearchAPIFixture(t *testing.T) {
 		t.Helper()
 		code, body := apiGet(t, h, "/api/v1/traces", params)
 		require.Equal(t, http.StatusOK, code, "%v: %s", params, body)
-		var traces []store.TraceSummary
+		var traces []query.TraceSummary
 		decodeField(t, body, "traces", &traces)
 		got := []string{}
 		for _, s := range traces {

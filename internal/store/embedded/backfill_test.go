@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -47,8 +48,8 @@ func TestBackfillOverManyDaysIsStored(t *testing.T) {
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr("service.name", "backfill")
 	spans := rs.ScopeSpans().AppendEmpty().Spans()
-	var findings []store.FindingRow
-	var offsets []store.ClockRow
+	var findings []model.Finding
+	var offsets []model.ClockOffset
 	for d := range days {
 		start := now.Add(-time.Duration(d) * 24 * time.Hour)
 		id := traceID(0xaa)
@@ -64,9 +65,9 @@ func TestBackfillOverManyDaysIsStored(t *testing.T) {
 			s.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
 			s.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Millisecond)))
 		}
-		findings = append(findings, store.FindingRow{TraceID: id.String(), TimeUnixNano: uint64(start.UnixNano()),
+		findings = append(findings, model.Finding{TraceID: id.String(), TimeUnixNano: uint64(start.UnixNano()),
 			Kind: "slowest_hop", Service: "backfill", Subject: "backfill op 0", Value: 1})
-		offsets = append(offsets, store.ClockRow{TraceID: id.String(), TimeUnixNano: uint64(start.UnixNano()),
+		offsets = append(offsets, model.ClockOffset{TraceID: id.String(), TimeUnixNano: uint64(start.UnixNano()),
 			Host: "h", Source: "estimate"})
 	}
 	st, err = w.WriteTraces(ctx, td)

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -130,13 +131,13 @@ func TestWriteAndReadTrace(t *testing.T) {
 	require.Len(t, got.Spans, 2)
 	s := got.Spans[0]
 	assert.Equal(t, "GET /checkout", s.Name)
-	assert.Equal(t, "server", s.Kind)
+	assert.Equal(t, model.KindServer, s.Kind)
 	assert.Equal(t, "checkout", s.Service)
 	assert.Equal(t, "node-1", s.Host)
-	assert.Equal(t, uint64(base.UnixNano()), s.StartTimeUnixNano, "nanosecond precision survives")
-	assert.Equal(t, uint64(250*time.Millisecond), s.DurationNano)
-	assert.Equal(t, s.StartTimeUnixNano+s.DurationNano, s.EndTimeUnixNano)
-	assert.Equal(t, store.Status{Code: "ERROR", Message: "it's broken"}, s.Status)
+	assert.Equal(t, uint64(base.UnixNano()), s.StartUnixNano, "nanosecond precision survives")
+	assert.Equal(t, uint64(250*time.Millisecond), s.Duration())
+	assert.Equal(t, model.StatusError, s.StatusCode)
+	assert.Equal(t, "it's broken", s.StatusMessage)
 	assert.Equal(t, "500", s.Attributes["http.response.status_code"])
 	require.Len(t, s.Events, 1)
 	assert.Equal(t, "java.lang.IllegalStateException", s.Events[0].Attributes["exception.type"])
@@ -212,23 +213,23 @@ func TestFindingsStoredAndAggregated(t *testing.T) {
 	require.NoError(t, err)
 
 	edge := "checkout → payments POST /charge"
-	var rows []store.FindingRow
+	var rows []model.Finding
 	for i, v := range []float64{27, 9, 3} {
-		rows = append(rows, store.FindingRow{TraceID: traceID(0x77 + byte(i)).String(), TimeUnixNano: uint64(base.UnixNano()),
+		rows = append(rows, model.Finding{TraceID: traceID(0x77 + byte(i)).String(), TimeUnixNano: uint64(base.UnixNano()),
 			Kind: "retry_fanout", Service: "checkout", Subject: edge, SpanIDs: []string{spanID(1).String()}, Value: v,
 			Summary: "3 attempts × 3 × 3 = 27 calls"})
 	}
-	rows = append(rows, store.FindingRow{TraceID: traceID(0x77).String(), TimeUnixNano: uint64(base.UnixNano()),
+	rows = append(rows, model.Finding{TraceID: traceID(0x77).String(), TimeUnixNano: uint64(base.UnixNano()),
 		Kind: "clock_skew", Service: "payments", Subject: "web-1 → pay-1", Value: math.NaN(), Summary: "odd value"})
 	require.NoError(t, w.WriteFindings(ctx, rows))
-	require.NoError(t, w.WriteClockOffsets(ctx, []store.ClockRow{{TraceID: traceID(0x77).String(),
+	require.NoError(t, w.WriteClockOffsets(ctx, []model.ClockOffset{{TraceID: traceID(0x77).String(),
 		TimeUnixNano: uint64(base.UnixNano()), Host: "pay-1", OffsetNanos: -240_000_000, Source: "estimate"}}))
 
 	got, err := r.GetTrace(ctx, traceID(0x77).String())
 	require.NoError(t, err)
 	assert.Equal(t, map[string]int64{"pay-1": -240_000_000}, got.ClockOffsets)
 	require.Len(t, got.Findings, 2)
-	assert.Equal(t, store.Finding{Kind: "clock_skew", SpanIDs: []string{}, Service: "payments", Subject: "web-1 → pay-1",
+	assert.Equal(t, model.Finding{TraceID: traceID(0x77).String(), Kind: "clock_skew", SpanIDs: []string{}, Service: "payments", Subject: "web-1 → pay-1",
 		Value: 0, Summary: "odd value"}, got.Findings[0], "NaN stored as 0, not failing the batch")
 	assert.Equal(t, edge, got.Findings[1].Subject)
 	assert.Equal(t, []string{spanID(1).String()}, got.Findings[1].SpanIDs)
@@ -509,9 +510,9 @@ func TestSearchTraces(t *testing.T) {
 	got, err := r.SearchTraces(ctx, store.TracesFilter{Service: "shop-pay", Start: base.UnixNano(), End: base.Add(time.Minute).UnixNano(), Limit: 10})
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	assert.Equal(t, store.TraceSummary{TraceID: traceID(0xa2).String(), RootService: "shop-web", RootName: "POST /pay",
-		StartTimeUnixNano: uint64(base.Add(time.Second).UnixNano()), DurationNano: uint64(1500 * time.Millisecond),
-		Status: "ERROR", SpanCount: 2, ErrorCount: 1, Services: []string{"shop-pay", "shop-web"}}, got[0])
+	assert.Equal(t, model.TraceSummary{TraceID: traceID(0xa2).String(), RootService: "shop-web", RootName: "POST /pay",
+		StartUnixNano: uint64(base.Add(time.Second).UnixNano()), DurationNano: uint64(1500 * time.Millisecond),
+		SpanCount: 2, ErrorCount: 1, Services: []string{"shop-pay", "shop-web"}}, got[0])
 
 	svcs, err := r.Services(ctx, base.UnixNano(), base.Add(time.Minute).UnixNano())
 	require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -81,9 +82,9 @@ func TestRetriedInsertsAreIdempotent(t *testing.T) {
 	}
 	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+idb+".logs WHERE trace_id = {id:String}", tid))
 
-	findings := []store.FindingRow{{TraceID: traceID(0xa0).String(), TimeUnixNano: uint64(start.UnixNano()),
+	findings := []model.Finding{{TraceID: traceID(0xa0).String(), TimeUnixNano: uint64(start.UnixNano()),
 		Kind: "slowest_hop", Service: "shop", Subject: "shop GET /cart", SpanIDs: []string{spanID(1).String()}, Value: 5}}
-	clocks := []store.ClockRow{{TraceID: traceID(0xa0).String(), TimeUnixNano: uint64(start.UnixNano()), Host: "pay-1", OffsetNanos: 3e8, Source: "estimate"}}
+	clocks := []model.ClockOffset{{TraceID: traceID(0xa0).String(), TimeUnixNano: uint64(start.UnixNano()), Host: "pay-1", OffsetNanos: 3e8, Source: "estimate"}}
 	for range 2 {
 		require.NoError(t, w.WriteFindings(ctx, findings))
 		require.NoError(t, w.WriteClockOffsets(ctx, clocks))

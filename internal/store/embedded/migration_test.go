@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -270,13 +271,12 @@ func checkOldRowsRead(t *testing.T, db string, oldColumns []string) {
 	require.NoError(t, err)
 	require.Len(t, tr.Spans, 2)
 	s := tr.Spans[0]
-	assert.Equal(t, store.Span{TraceID: id, SpanID: spanID(1).String(), Name: "POST /checkout", Kind: "server",
-		Service: "checkout", Host: "web-1", StartTimeUnixNano: uint64(migrationBase.UnixNano()),
-		EndTimeUnixNano: uint64(migrationBase.UnixNano()) + 900_000_000, DurationNano: 900_000_000,
-		AdjustedStartTimeUnixNano: uint64(migrationBase.UnixNano()), AdjustedEndTimeUnixNano: uint64(migrationBase.UnixNano()) + 900_000_000,
-		Status: store.Status{Code: "ERROR", Message: "card declined"}, Attributes: map[string]string{"http.route": "/checkout"},
+	assert.Equal(t, model.Span{TraceID: id, SpanID: spanID(1).String(), Name: "POST /checkout", Kind: model.KindServer,
+		Service: "checkout", Host: "web-1", StartUnixNano: uint64(migrationBase.UnixNano()),
+		EndUnixNano: uint64(migrationBase.UnixNano()) + 900_000_000,
+		StatusCode:  model.StatusError, StatusMessage: "card declined", Attributes: map[string]string{"http.route": "/checkout"},
 		Resource: map[string]string{"service.name": "checkout"}, ScopeName: "otel", ScopeVersion: "1.0",
-		Events: []store.Event{{Name: "exception", Attributes: map[string]string{}}}, Links: []store.Link{}}, s)
+		Events: []model.Event{{Name: "exception", Attributes: map[string]string{}}}, Links: []model.Link{}}, s)
 	assert.Equal(t, spanID(1).String(), tr.Spans[1].ParentSpanID)
 	require.Len(t, tr.Logs, 1)
 	assert.Equal(t, "acquirer refused the card", tr.Logs[0].Body)
@@ -285,7 +285,7 @@ func checkOldRowsRead(t *testing.T, db string, oldColumns []string) {
 	if slices.Contains(oldColumns, "findings.subject") {
 		subject = "checkout → payments charge"
 	}
-	assert.Equal(t, []store.Finding{{Kind: "retry_fanout", SpanIDs: []string{spanID(2).String()}, Service: "checkout",
+	assert.Equal(t, []model.Finding{{TraceID: id, Kind: "retry_fanout", SpanIDs: []string{spanID(2).String()}, Service: "checkout",
 		Subject: subject, Value: 3, Summary: "3 attempts"}}, tr.Findings, "a subject only where the release wrote one")
 	offsets := map[string]int64{}
 	if slices.Contains(oldColumns, "trace_clock.offset_ns") {
@@ -296,8 +296,8 @@ func checkOldRowsRead(t *testing.T, db string, oldColumns []string) {
 	found, err := r.SearchTraces(ctx, store.TracesFilter{Service: "payments", ErrorsOnly: true, Start: from, End: to, Limit: 10,
 		Attributes: []store.AttributeFilter{{Key: "http.route", Value: "/checkout"}}})
 	require.NoError(t, err)
-	assert.Equal(t, []store.TraceSummary{{TraceID: id, RootService: "checkout", RootName: "POST /checkout",
-		StartTimeUnixNano: uint64(migrationBase.UnixNano()), DurationNano: 900_000_000, Status: "ERROR", SpanCount: 2,
+	assert.Equal(t, []model.TraceSummary{{TraceID: id, RootService: "checkout", RootName: "POST /checkout",
+		StartUnixNano: uint64(migrationBase.UnixNano()), DurationNano: 900_000_000, SpanCount: 2,
 		ErrorCount: 1, Services: []string{"checkout", "payments"}}}, found, "the per-trace index the old view filled")
 	logs, err := r.SearchLogs(ctx, store.LogsFilter{Words: []string{"acquirer"}, Start: from, End: to, Limit: 10})
 	require.NoError(t, err)
@@ -324,9 +324,9 @@ func checkNewRowsWritten(t *testing.T, db string) {
 		{service: "checkout", name: "GET /cart", dur: time.Millisecond}}}}, false))
 	require.NoError(t, err)
 	id, at := traceID(0x62).String(), uint64(fixtureBase.UnixNano())
-	require.NoError(t, w.WriteFindings(ctx, []store.FindingRow{{TraceID: id, TimeUnixNano: at,
+	require.NoError(t, w.WriteFindings(ctx, []model.Finding{{TraceID: id, TimeUnixNano: at,
 		Kind: "slowest_hop", Service: "checkout", Subject: "checkout GET /cart", Value: 1, Summary: "1 ms"}}))
-	require.NoError(t, w.WriteClockOffsets(ctx, []store.ClockRow{{TraceID: id, TimeUnixNano: at,
+	require.NoError(t, w.WriteClockOffsets(ctx, []model.ClockOffset{{TraceID: id, TimeUnixNano: at,
 		Host: "web-2", OffsetNanos: 7, Source: "estimate"}}))
 
 	got, err := store.NewReader(conn, db, store.ReaderConfig{}).GetTrace(ctx, id)

@@ -1,10 +1,10 @@
 -- A trace's findings and clock offsets, in one read (each read of a table
 -- costs a millisecond or more, rows or none): a row is a finding (clock =
 -- 0), or a host's clock offset (clock = 1: host and offset_ns).
-SELECT clock, kind, spanIds, service, subject, value, summary, host, offset_ns
+SELECT clock, kind, span_ids, service, subject, value, summary, host, offset_ns
 FROM
 (
-    SELECT 0 AS clock, toString(kind) AS kind, span_ids AS spanIds, toString(service) AS service,
+    SELECT 0 AS clock, toString(kind) AS kind, span_ids, toString(service) AS service,
         toString(subject) AS subject, value, summary, '' AS host, toInt64(0) AS offset_ns
     FROM ${db}.findings
     WHERE trace_id = {trace_id:String}

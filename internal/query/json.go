@@ -1,8 +1,11 @@
-package store
+package query
 
-// The types below are the query API's JSON (README, "Query API"). Times in
+import "github.com/tracesift/tracesift/internal/model"
+
+// The types below are the API's JSON (README, "Query API"): what clients
+// decode, built from the domain model by the functions after them. Times in
 // Unix nanoseconds are JSON strings, as in OTLP/JSON, because they do not fit
-// a JavaScript number; durations are numbers.
+// a JavaScript number; durations are numbers. Slices and maps are never null.
 
 // Trace is one stored trace with its logs and findings.
 type Trace struct {
@@ -67,7 +70,7 @@ type Log struct {
 	TimeUnixNano         uint64 `json:"timeUnixNano,string"`
 	ObservedTimeUnixNano uint64 `json:"observedTimeUnixNano,string"`
 	// AdjustedTimeUnixNano is TimeUnixNano corrected for the clock skew of
-	// the log's host; the trace's logs are in this order.
+	// the log's host; a trace's logs are in this order.
 	AdjustedTimeUnixNano uint64            `json:"adjustedTimeUnixNano,string"`
 	SeverityText         string            `json:"severityText"`
 	SeverityNumber       int               `json:"severityNumber"`
@@ -80,13 +83,20 @@ type Log struct {
 	Resource             map[string]string `json:"resource"`
 }
 
+// LogMatch is a log record found by a search, with whether its trace is
+// stored.
+type LogMatch struct {
+	Log
+	Kept bool `json:"kept"`
+}
+
 // Finding is what an analyzer says about a trace.
 type Finding struct {
 	Kind    string   `json:"kind"`
 	SpanIDs []string `json:"spanIds"`
 	Service string   `json:"service"`
 	// Subject is what the finding is about: an operation, a call edge, a
-	// host pair (see FindingRow).
+	// host pair (model.Finding).
 	Subject string  `json:"subject"`
 	Value   float64 `json:"value"`
 	Summary string  `json:"summary"`
@@ -106,4 +116,103 @@ type FindingSummary struct {
 	// ExampleTraceIDs are the traces with the highest values, worst first.
 	ExampleTraceIDs  []string `json:"exampleTraceIds"`
 	LastSeenUnixNano uint64   `json:"lastSeenUnixNano,string"`
+}
+
+// TraceSummary is one trace found by a search.
+type TraceSummary struct {
+	TraceID           string   `json:"traceId"`
+	RootService       string   `json:"rootService"`
+	RootName          string   `json:"rootName"`
+	StartTimeUnixNano uint64   `json:"startTimeUnixNano,string"`
+	DurationNano      uint64   `json:"durationNano"`
+	Status            string   `json:"status"` // ERROR when a span is, else OK
+	SpanCount         uint64   `json:"spanCount"`
+	ErrorCount        uint64   `json:"errorCount"`
+	Services          []string `json:"services"`
+}
+
+// spanJSON is s with its times adjusted by adj (a host's offset).
+func spanJSON(s *model.Span, adj func(host string, t uint64) uint64) Span {
+	out := Span{
+		TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, TraceState: s.TraceState,
+		Name: s.Name, Kind: s.Kind.String(), Service: s.Service, Host: s.Host,
+		StartTimeUnixNano: s.StartUnixNano, EndTimeUnixNano: s.EndUnixNano,
+		AdjustedStartTimeUnixNano: adj(s.Host, s.StartUnixNano), AdjustedEndTimeUnixNano: adj(s.Host, s.EndUnixNano),
+		DurationNano: s.Duration(),
+		Status:       Status{Code: s.StatusCode.String(), Message: s.StatusMessage},
+		Attributes:   nonNil(s.Attributes), Resource: nonNil(s.Resource),
+		ScopeName: s.ScopeName, ScopeVersion: s.ScopeVersion,
+		Events: make([]Event, len(s.Events)), Links: make([]Link, len(s.Links)),
+	}
+	for i, e := range s.Events {
+		out.Events[i] = Event{TimeUnixNano: e.TimeUnixNano, Name: e.Name, Attributes: nonNil(e.Attributes)}
+	}
+	for i, l := range s.Links {
+		out.Links[i] = Link{TraceID: l.TraceID, SpanID: l.SpanID, Attributes: nonNil(l.Attributes)}
+	}
+	return out
+}
+
+func logJSON(l *model.Log, adjusted uint64) Log {
+	return Log{
+		TimeUnixNano: l.TimeUnixNano, ObservedTimeUnixNano: l.ObservedTimeUnixNano, AdjustedTimeUnixNano: adjusted,
+		SeverityText: l.SeverityText, SeverityNumber: l.SeverityNumber, Body: l.Body,
+		TraceID: l.TraceID, SpanID: l.SpanID, Service: l.Service, Host: l.Host,
+		Attributes: nonNil(l.Attributes), Resource: nonNil(l.Resource),
+	}
+}
+
+func findingJSON(f *model.Finding) Finding {
+	ids := f.SpanIDs
+	if ids == nil {
+		ids = []string{}
+	}
+	return Finding{Kind: f.Kind, SpanIDs: ids, Service: f.Service, Subject: f.Subject, Value: f.Value, Summary: f.Summary}
+}
+
+// logMatches is the JSON of a log search's page; times are as recorded.
+func logMatches(in []model.LogMatch) []LogMatch {
+	out := make([]LogMatch, len(in))
+	for i := range in {
+		out[i] = LogMatch{Log: logJSON(&in[i].Log, in[i].TimeUnixNano), Kept: in[i].Kept}
+	}
+	return out
+}
+
+func findingSummaries(in []model.FindingSummary) []FindingSummary {
+	out := make([]FindingSummary, len(in))
+	for i, s := range in {
+		ex := s.ExampleTraceIDs
+		if ex == nil {
+			ex = []string{}
+		}
+		out[i] = FindingSummary{Kind: s.Kind, Service: s.Service, Subject: s.Subject, Count: s.Count, Traces: s.Traces,
+			AvgValue: s.AvgValue, P50Value: s.P50Value, MaxValue: s.MaxValue, ExampleTraceIDs: ex,
+			LastSeenUnixNano: s.LastSeenUnixNano}
+	}
+	return out
+}
+
+func traceSummaries(in []model.TraceSummary) []TraceSummary {
+	out := make([]TraceSummary, len(in))
+	for i, s := range in {
+		status, services := "OK", s.Services
+		if s.ErrorCount > 0 {
+			status = "ERROR"
+		}
+		if services == nil {
+			services = []string{}
+		}
+		out[i] = TraceSummary{TraceID: s.TraceID, RootService: s.RootService, RootName: s.RootName,
+			StartTimeUnixNano: s.StartUnixNano, DurationNano: s.DurationNano, Status: status,
+			SpanCount: s.SpanCount, ErrorCount: s.ErrorCount, Services: services}
+	}
+	return out
+}
+
+func nonNil(m map[string]string) map[string]string {
+	if m == nil {
+		return map[string]string{}
+	}
+	return m
 }

@@ -1,0 +1,204 @@
+// Package model is tracesift's domain model: a trace's spans and logs, what
+// the analyzers found in it, the clock offsets of its hosts, and the
+// summaries searches return. The analyzers read it, the store writes and
+// reads it, the query API serves it. It has no JSON and no storage form:
+// those belong to the store's rows and to the query API's contract.
+//
+// Ids are lowercase hex (trace 32 characters, span 16), times Unix
+// nanoseconds, attributes rendered as strings (numbers in decimal, booleans
+// as true/false, as pcommon.Value.AsString renders them).
+package model
+
+import "slices"
+
+// Kind is a span's kind, numbered as OTLP's SpanKind.
+type Kind int
+
+// Span kinds.
+const (
+	KindUnspecified Kind = 0
+	KindInternal    Kind = 1
+	KindServer      Kind = 2
+	KindClient      Kind = 3
+	KindProducer    Kind = 4
+	KindConsumer    Kind = 5
+)
+
+var kindNames = [...]string{"unspecified", "internal", "server", "client", "producer", "consumer"}
+
+// String is the kind's name as stored and served: "server", "client", ...;
+// "unspecified" for 0 and for kinds OTLP does not define.
+func (k Kind) String() string {
+	if k < 0 || int(k) >= len(kindNames) {
+		return kindNames[0]
+	}
+	return kindNames[k]
+}
+
+// ParseKind is the kind String names; KindUnspecified for any other name.
+func ParseKind(name string) Kind { return Kind(max(slices.Index(kindNames[:], name), 0)) }
+
+// StatusCode is a span's status code, numbered as OTLP's Status.StatusCode.
+type StatusCode int
+
+// Status codes.
+const (
+	StatusUnset StatusCode = 0
+	StatusOK    StatusCode = 1
+	StatusError StatusCode = 2
+)
+
+var statusNames = [...]string{"UNSET", "OK", "ERROR"}
+
+// String is the code's name as stored and served: "UNSET", "OK", "ERROR";
+// empty for a code OTLP does not define.
+func (c StatusCode) String() string {
+	if c < 0 || int(c) >= len(statusNames) {
+		return ""
+	}
+	return statusNames[c]
+}
+
+// ParseStatusCode is the code String names; StatusUnset for any other name.
+func ParseStatusCode(name string) StatusCode {
+	return StatusCode(max(slices.Index(statusNames[:], name), 0))
+}
+
+// Span is one span of a trace.
+type Span struct {
+	TraceID      string
+	SpanID       string
+	ParentSpanID string // empty for a root
+	TraceState   string
+	Name         string
+	Kind         Kind
+	// Service and Host are the resource's service.name and the host it
+	// names (the first of the store's HostKeys set).
+	Service       string
+	Host          string
+	StartUnixNano uint64
+	EndUnixNano   uint64
+	StatusCode    StatusCode
+	StatusMessage string
+	Attributes    map[string]string
+	Resource      map[string]string
+	ScopeName     string
+	ScopeVersion  string
+	Events        []Event
+	Links         []Link
+}
+
+// Duration is the span's duration in nanoseconds; 0 when it ends before it
+// starts.
+func (s *Span) Duration() uint64 {
+	if s.EndUnixNano < s.StartUnixNano {
+		return 0
+	}
+	return s.EndUnixNano - s.StartUnixNano
+}
+
+// Event is a span event; exceptions are events named "exception".
+type Event struct {
+	Name         string
+	TimeUnixNano uint64
+	Attributes   map[string]string
+}
+
+// Link points at a span of this or another trace (a messaging consumer links
+// to the producer whose message it handled).
+type Link struct {
+	TraceID    string
+	SpanID     string
+	Attributes map[string]string
+}
+
+// Log is one log record.
+type Log struct {
+	TimeUnixNano         uint64
+	ObservedTimeUnixNano uint64
+	SeverityText         string
+	SeverityNumber       int
+	Body                 string
+	TraceID              string // empty when the record names no trace
+	SpanID               string
+	Service              string
+	Host                 string
+	Attributes           map[string]string
+	Resource             map[string]string
+}
+
+// Trace is one trace: its spans and, as stored, its logs, findings and the
+// clock offsets of its hosts. The analyzers read only TraceID and Spans.
+type Trace struct {
+	TraceID  string
+	Spans    []Span
+	Logs     []Log
+	Findings []Finding
+	// ClockOffsets are the offsets of the trace's hosts, in nanoseconds:
+	// clock(host) − clock(the root's host). Hosts in sync are absent.
+	ClockOffsets map[string]int64
+}
+
+// Finding is what an analyzer says about a trace.
+type Finding struct {
+	TraceID      string
+	TimeUnixNano uint64 // the trace's start
+	// Kind is the analyzer's name for it: slowest_hop, retry_fanout, ...
+	Kind    string
+	SpanIDs []string
+	Service string
+	// Subject is what the finding is about, the key findings are
+	// aggregated by across traces: an operation ("checkout GET /cart"), a
+	// call edge ("checkout → payments POST /charge"), a host pair
+	// ("web-1 → db-1").
+	Subject string
+	Value   float64
+	Summary string
+}
+
+// ClockOffset is the offset a kept trace's times on one host were corrected
+// by.
+type ClockOffset struct {
+	TraceID      string
+	TimeUnixNano uint64 // the trace's start
+	Host         string
+	OffsetNanos  int64 // clock(Host) − clock(the root's host)
+	// Source says where the offset came from: the estimate over many traces
+	// or this trace's own calls (clockskew.Source).
+	Source string
+}
+
+// TraceSummary is one trace of a trace search.
+type TraceSummary struct {
+	TraceID       string
+	RootService   string
+	RootName      string
+	StartUnixNano uint64
+	DurationNano  uint64
+	SpanCount     uint64
+	ErrorCount    uint64 // spans with status ERROR
+	Services      []string
+}
+
+// LogMatch is one record of a log search.
+type LogMatch struct {
+	Log
+	// Kept says whether the record's trace is stored.
+	Kept bool
+}
+
+// FindingSummary aggregates the findings of one kind, service and subject
+// across traces.
+type FindingSummary struct {
+	Kind     string
+	Service  string
+	Subject  string
+	Count    uint64
+	Traces   uint64
+	AvgValue float64
+	P50Value float64
+	MaxValue float64
+	// ExampleTraceIDs are the traces with the highest values, worst first.
+	ExampleTraceIDs  []string
+	LastSeenUnixNano uint64
+}
