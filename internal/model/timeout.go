@@ -16,7 +16,9 @@ package model
 // insensitively: "SocketTimeoutException", "ETIMEDOUT", "timed out",
 // "context.DeadlineExceeded". Values are compared as the attribute renders
 // as a string (an int 504, a string "504" and a double 504.0 alike), ASCII
-// case-insensitively.
+// case-insensitively. On the wire (otlpwire.MarkRule) text is read from
+// string values only: an array, map or bytes value under error.type or
+// exception.type, which instrumentations do not send, counts only here.
 
 // KeyValues is an attribute key and the values that mark a timeout.
 type KeyValues struct {

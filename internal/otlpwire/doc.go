@@ -5,7 +5,7 @@
 // per core. A tail sampler then drops about 97 % of those spans, so nearly all
 // of that work is thrown away. Scan instead walks the protobuf wire format
 // once, reads only what routing and the keep rules need (ids, times, status,
-// the timeout signals, service.name) and keeps each span as a slice of the
+// service.name, the host, whether the caller's MarkRule marks the span) and keeps each span as a slice of the
 // request's own bytes: no allocation per span, and the raw span is several
 // times smaller to buffer than its pdata form. The spans a sampler keeps are
 // written back as a request with AppendRequest (or an Encoder), copying bytes;
@@ -19,7 +19,8 @@
 // safe: whatever Scan let in, the exporter's full decode will read back, and
 // a request the Collector would reject with 400 is rejected here too.
 //
-// The Timeout flag is the sampler's timeout keep rule evaluated on the raw
-// bytes (README, "What is kept"); the tests hold the scanner to the rule's
-// answers on decoded spans.
+// The caller says which resource attributes name a host (Request.HostKeys)
+// and which spans to mark (Request.Mark): the sampler marks timeouts by the
+// rule of internal/model, and the tests hold the marks to that rule's answers
+// on decoded spans.
 package otlpwire

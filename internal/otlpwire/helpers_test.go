@@ -10,69 +10,27 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
-// refIsTimeoutSpan is internal/tailsampler's isTimeoutSpan (rules.go), copied
-// because it is unexported: the pdata-side reference Span.Timeout must agree
-// with. Keep the two in sync; TestTimeoutMatchesTailsamplerTable pins the
-// shared cases.
-func refIsTimeoutSpan(span ptrace.Span) bool {
-	if refTimeoutAttrs(span.Attributes(), true) {
-		return true
+// timeoutRule is the timeout rule of internal/model as the sampler hands it
+// to Scan (tailsampler's timeoutMarks).
+var timeoutRule = func() *MarkRule {
+	m := &MarkRule{TextKeys: model.TimeoutTextKeys, EventName: model.ExceptionEvent,
+		EventTextKeys: model.TimeoutEventTextKeys, Words: model.TimeoutWords}
+	for _, kv := range model.TimeoutStatuses {
+		m.Values = append(m.Values, KeyValues{Key: kv.Key, Values: kv.Values})
 	}
-	if namesTimeout([]byte(span.Status().Message())) {
-		return true
-	}
-	events := span.Events()
-	for i := 0; i < events.Len(); i++ {
-		ev := events.At(i)
-		if ev.Name() == exceptionEventName && refTimeoutAttrs(ev.Attributes(), false) {
-			return true
-		}
-	}
-	return false
-}
+	return m
+}()
 
-func refTimeoutAttrs(attrs pcommon.Map, withStatus bool) bool {
-	for k, v := range attrs.All() {
-		switch k {
-		case attrHTTPResponseStatus, attrHTTPStatus:
-			if withStatus && refHTTPTimeout(v) {
-				return true
-			}
-		case attrGRPCStatus:
-			if withStatus && refGRPCDeadline(v) {
-				return true
-			}
-		case attrErrorType, attrExceptionType:
-			if v.Type() == pcommon.ValueTypeStr && namesTimeout([]byte(v.Str())) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func refHTTPTimeout(v pcommon.Value) bool {
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		return v.Int() == 504 || v.Int() == 408
-	case pcommon.ValueTypeStr:
-		return v.Str() == "504" || v.Str() == "408"
-	case pcommon.ValueTypeDouble:
-		return v.Double() == 504 || v.Double() == 408
-	}
-	return false
-}
-
-func refGRPCDeadline(v pcommon.Value) bool {
-	switch v.Type() {
-	case pcommon.ValueTypeInt:
-		return v.Int() == grpcDeadlineExceeded
-	case pcommon.ValueTypeStr:
-		return v.Str() == "4" || equalFoldASCII([]byte(v.Str()), "DEADLINE_EXCEEDED")
-	}
-	return false
+// timedOut is the model's answer for a decoded span, which Span.Marked must
+// agree with under timeoutRule.
+func timedOut(span ptrace.Span) bool {
+	s := model.SpanFromPdata(span, "", "", "")
+	cause, _ := s.TimedOut()
+	return cause != model.NotTimedOut
 }
 
 // refServiceName is how tailsampler names a resource's service, except for
@@ -147,7 +105,7 @@ func checkAgainstPdata(t testing.TB, td ptrace.Traces, r *Request) {
 				assert.Equal(t, uint64(want.EndTimestamp()), got.End, where)
 				assert.Equal(t, int32(want.Kind()), got.Kind, where)
 				assert.Equal(t, int32(want.Status().Code()), got.StatusCode, where)
-				assert.Equal(t, refIsTimeoutSpan(want), got.Timeout, where)
+				assert.Equal(t, timedOut(want), got.Marked, where)
 				assert.Equal(t, !want.TraceID().IsEmpty() && !want.SpanID().IsEmpty(), got.Valid(), where)
 				assert.Equal(t, i, got.Resource, where)
 				assert.Equal(t, scope, got.Scope, where)

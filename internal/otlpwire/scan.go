@@ -18,15 +18,8 @@ type Span struct {
 	Kind int32
 	// StatusCode is the OTLP status code: 0 unset, 1 ok, 2 error.
 	StatusCode int32
-	// Timeout reports that the span names a timeout: HTTP 504 or 408 in
-	// http.response.status_code or http.status_code (int, string or double);
-	// rpc.grpc.status_code 4 (int) or "4" / "DEADLINE_EXCEEDED" (string); an
-	// error.type or exception.type string, on the span or on an "exception"
-	// event, or a status message, that contains "timeout", "timedout",
-	// "timed out" or "deadline", ASCII case-insensitively. It is the timeout
-	// rule of internal/tailsampler, which needs every attribute and event of
-	// every span, and so is decided here in the one pass over the bytes.
-	Timeout bool
+	// Marked reports that Request.Mark marks the span.
+	Marked bool
 	// Raw is the encoded Span message, without its tag and length.
 	Raw []byte
 	// Resource and Scope index Request.Resources and Request.Scopes.
@@ -90,6 +83,9 @@ type Request struct {
 	// most maxHostKeys count), set by the caller before Scan: Resource.HostName
 	// is read from them. None: HostName stays empty.
 	HostKeys []string
+	// Mark, set by the caller before Scan, says which spans are Marked;
+	// nil marks none.
+	Mark *MarkRule
 
 	// scratch holds the rare values that cannot alias the request: merged
 	// repeated messages, non-string service names. Slices of it stay valid
@@ -114,6 +110,9 @@ func (r *Request) Reset() {
 // (instrumentation_library_spans) are read when the ResourceSpans has no
 // scope_spans, as the Collector's receiver does.
 func Scan(req []byte, r *Request) error {
+	if r.Mark != nil {
+		r.Mark.prepare()
+	}
 	r.Resources, r.Scopes, r.Spans, r.scratch = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0]
 	if err := r.scanRequest(req); err != nil {
 		return err
@@ -359,7 +358,7 @@ func (r *Request) scanScopeSpans(b []byte, base, ri int) *Error {
 		case 2:
 			raw := b[fl.s:fl.e]
 			r.Spans = append(r.Spans, Span{Raw: raw, Resource: ri, Scope: si})
-			if err := scanSpan(raw, base+fl.s, &r.Spans[len(r.Spans)-1]); err != nil {
+			if err := scanSpan(raw, base+fl.s, &r.Spans[len(r.Spans)-1], r.Mark); err != nil {
 				return err.in("spans", nSpans)
 			}
 			nSpans++
@@ -395,11 +394,12 @@ func scanScope(b []byte, base int) *Error {
 }
 
 // scanSpan reads one Span message into sp (which holds Raw, Resource and
-// Scope already). It is the hot loop: one pass, no allocation.
-func scanSpan(b []byte, base int, sp *Span) *Error {
+// Scope already), marking it by mark (nil: never). It is the hot loop: one
+// pass, no allocation.
+func scanSpan(b []byte, base int, sp *Span, mark *MarkRule) *Error {
 	var (
 		statusMsg          []byte
-		timeout            bool
+		marked             bool
 		nAttr, nEv, nLinks int
 	)
 	for i := 0; i < len(b); {
@@ -455,14 +455,16 @@ func scanSpan(b []byte, base int, sp *Span) *Error {
 			if err := parseKeyValue(b[fl.s:fl.e], base+fl.s, 0, &kv); err != nil {
 				return err.in("attributes", nAttr)
 			}
-			timeout = timeout || timeoutAttr(&kv, true)
+			if !marked && mark != nil && mayMark(mark.spanLens, kv.key) {
+				marked = mark.spanAttr(&kv)
+			}
 			nAttr++
 		case 11:
-			t, err := scanEvent(b[fl.s:fl.e], base+fl.s)
+			m, err := scanEvent(b[fl.s:fl.e], base+fl.s, mark)
 			if err != nil {
 				return err.in("events", nEv)
 			}
-			timeout = timeout || t
+			marked = marked || m
 			nEv++
 		case 13:
 			if err := scanLink(b[fl.s:fl.e], base+fl.s); err != nil {
@@ -476,7 +478,7 @@ func scanSpan(b []byte, base int, sp *Span) *Error {
 			}
 		}
 	}
-	sp.Timeout = timeout || namesTimeout(statusMsg)
+	sp.Marked = marked || mark != nil && mark.names(statusMsg)
 	return nil
 }
 
@@ -501,13 +503,13 @@ func scanStatus(b []byte, base int, sp *Span, msg *[]byte) *Error {
 	return nil
 }
 
-// scanEvent validates an Event and reports whether it is an "exception"
-// event whose error.type or exception.type names a timeout.
-func scanEvent(b []byte, base int) (bool, *Error) {
+// scanEvent validates an Event and reports whether it marks its span: it is
+// named mark.EventName and one of its attributes marks (mark.eventAttr).
+func scanEvent(b []byte, base int, mark *MarkRule) (bool, *Error) {
 	var (
-		name    []byte
-		timeout bool
-		nAttr   int
+		name   []byte
+		marked bool
+		nAttr  int
 	)
 	for i := 0; i < len(b); {
 		at := i
@@ -527,12 +529,12 @@ func scanEvent(b []byte, base int) (bool, *Error) {
 			if err := parseKeyValue(b[fl.s:fl.e], base+fl.s, 0, &kv); err != nil {
 				return false, err.in("attributes", nAttr)
 			}
-			timeout = timeout || timeoutAttr(&kv, false)
+			marked = marked || mark != nil && mark.eventAttr(&kv)
 			nAttr++
 		}
 	}
 	// The name may come after the attributes, so it is checked last.
-	return timeout && string(name) == exceptionEventName, nil
+	return marked && string(name) == mark.EventName, nil
 }
 
 // scanLink validates a Link: nothing in it matters to the rules, but its ids

@@ -10,12 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 func TestScanMatchesPdata(t *testing.T) {
 	td := richTraces(t)
 	req := marshal(t, td)
-	r := Request{HostKeys: testHostKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 	require.NoError(t, Scan(req, &r))
 	require.Len(t, r.Spans, 4*2*3+1)
 	checkAgainstPdata(t, td, &r)
@@ -39,14 +41,14 @@ func TestScanServiceNameRendering(t *testing.T) {
 		require.NoError(t, rs.Resource().Attributes().FromRaw(map[string]any{"service.name": v}))
 		rs.Resource().Attributes().PutStr("service.name.other", "no")
 		rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-		r := Request{HostKeys: testHostKeys}
+		r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 		require.NoError(t, Scan(marshal(t, td), &r))
 		assert.Equal(t, refServiceName(rs.Resource()), string(r.Resources[0].ServiceName), "%#v", v)
 	}
 }
 
 func TestScanEmpty(t *testing.T) {
-	r := Request{HostKeys: testHostKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 	require.NoError(t, Scan(nil, &r))
 	assert.Empty(t, r.Spans)
 	assert.Empty(t, AppendRequest(nil, nil, nil, nil))
@@ -60,10 +62,9 @@ func TestScanEmpty(t *testing.T) {
 	assert.Empty(t, r.Spans)
 }
 
-// Timeout cases of internal/tailsampler's TestSpanReason (want: the reason
-// was ReasonTimeout), plus a few more; the same inputs must give the same
-// answer, here on the wire and there on pdata.
-func TestTimeoutMatchesTailsamplerTable(t *testing.T) {
+// Under the timeout rule, a span is marked on the wire exactly when the
+// model says the decoded span timed out.
+func TestTimeoutMarksMatchTheModel(t *testing.T) {
 	type ev struct {
 		name  string
 		attrs map[string]any
@@ -104,6 +105,7 @@ func TestTimeoutMatchesTailsamplerTable(t *testing.T) {
 		{"exception event exception.type", 0, "", nil, exc(map[string]any{"exception.type": "java.util.concurrent.TimeoutException"}), true},
 		{"exception event error.type", 0, "", nil, exc(map[string]any{"error.type": "deadline_exceeded"}), true},
 		{"exception event, other type", 0, "", nil, exc(map[string]any{"exception.type": "NullPointerException"}), false},
+		{"exception event message", 0, "", nil, exc(map[string]any{"exception.type": "IOException", "exception.message": "Read timed out"}), true},
 		{"non-exception event is ignored", 0, "", nil, []ev{{name: "log", attrs: map[string]any{"exception.type": "TimeoutException"}}}, false},
 		{"status code on event is ignored", 0, "", nil, exc(map[string]any{"http.status_code": 504}), false},
 		{"timeout word in another attribute is ignored", 0, "", map[string]any{"db.statement": "SET lock_timeout = 1"}, nil, false},
@@ -119,8 +121,10 @@ func TestTimeoutMatchesTailsamplerTable(t *testing.T) {
 		{"http status double 504", 0, "", map[string]any{"http.response.status_code": 504.0}, nil, true},
 		{"http status double 504.5", 0, "", map[string]any{"http.response.status_code": 504.5}, nil, false},
 		{"grpc DEADLINE_EXCEEDED name, any case", 0, "", map[string]any{"rpc.grpc.status_code": "Deadline_Exceeded"}, nil, true},
-		{"grpc 4 as double is not", 0, "", map[string]any{"rpc.grpc.status_code": 4.0}, nil, false},
-		{"error.type not a string", 0, "", map[string]any{"error.type": []any{"timeout"}}, nil, false},
+		{"grpc 4 as double renders as 4", 0, "", map[string]any{"rpc.grpc.status_code": 4.0}, nil, true},
+		{"grpc 4.5 is not", 0, "", map[string]any{"rpc.grpc.status_code": 4.5}, nil, false},
+		{"a bool is not a status", 0, "", map[string]any{"http.status_code": true}, nil, false},
+		{"timed_out", errCode, "upstream TIMED_OUT", nil, nil, true},
 		{"timeout key in a nested map is ignored", 0, "", map[string]any{"m": map[string]any{"error.type": "timeout"}}, nil, false},
 		{"grpc status on exception event is ignored", 0, "", nil, exc(map[string]any{"rpc.grpc.status_code": 4}), false},
 		{"Exception event name is case sensitive", 0, "", nil, []ev{{name: "Exception", attrs: map[string]any{"exception.type": "Timeout"}}}, false},
@@ -142,18 +146,37 @@ func TestTimeoutMatchesTailsamplerTable(t *testing.T) {
 				ev.SetName(e.name)
 				require.NoError(t, ev.Attributes().FromRaw(e.attrs))
 			}
-			require.Equal(t, tt.want, refIsTimeoutSpan(span), "reference copy of tailsampler")
+			require.Equal(t, tt.want, timedOut(span), "the model's rule")
 
-			r := Request{HostKeys: testHostKeys}
+			r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 			require.NoError(t, Scan(marshal(t, td), &r))
 			require.Len(t, r.Spans, 1)
-			assert.Equal(t, tt.want, r.Spans[0].Timeout)
+			assert.Equal(t, tt.want, r.Spans[0].Marked)
+
+			r = Request{}
+			require.NoError(t, Scan(marshal(t, td), &r))
+			assert.False(t, r.Spans[0].Marked, "no rule, no marks")
 			assert.Equal(t, int32(tt.status), r.Spans[0].StatusCode)
 		})
 	}
 }
 
-func TestNamesTimeout(t *testing.T) {
+// Text is read from string values on the wire; the model sees every value
+// rendered as a string, so there a list naming a timeout counts (model,
+// timeout.go). No instrumentation sends error.type as a list.
+func TestTimeoutTextIsAStringOnTheWire(t *testing.T) {
+	td := ptrace.NewTraces()
+	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	span.SetTraceID(traceID(1))
+	span.SetSpanID(spanID(1))
+	span.Attributes().PutEmptySlice("error.type").AppendEmpty().SetStr("timeout")
+	assert.True(t, timedOut(span))
+	r := Request{Mark: timeoutRule}
+	require.NoError(t, Scan(marshal(t, td), &r))
+	assert.False(t, r.Spans[0].Marked)
+}
+
+func TestMarkRuleWords(t *testing.T) {
 	for s, want := range map[string]bool{
 		"":                                false,
 		"timeout":                         true,
@@ -168,7 +191,8 @@ func TestNamesTimeout(t *testing.T) {
 		"time out":                        false,
 		"java.net.ConnectException":       false,
 	} {
-		assert.Equal(t, want, namesTimeout([]byte(s)), "%q", s)
+		assert.Equal(t, want, timeoutRule.names([]byte(s)), "%q", s)
+		assert.Equal(t, want, model.NamesTimeout(s), "%q", s)
 	}
 }
 
@@ -208,7 +232,7 @@ func request(spanFields ...[]byte) []byte {
 // both accept, on every extracted field.
 func scanAgainstPdata(t *testing.T, req []byte) (*Request, error) {
 	t.Helper()
-	r := Request{HostKeys: testHostKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 	err := Scan(req, &r)
 	td, perr := decodePdata(req)
 	require.Equal(t, perr == nil, err == nil, "Scan: %v; pdata: %v", err, perr)
@@ -239,7 +263,7 @@ func TestScanWireOrderAndMerging(t *testing.T) {
 	sp := r.Spans[0]
 	assert.Equal(t, "second", string(sp.Name))
 	assert.Equal(t, StatusError, sp.StatusCode)
-	assert.True(t, sp.Timeout)
+	assert.True(t, sp.Marked)
 	assert.Equal(t, uint64(10), sp.Start)
 	assert.Equal(t, uint64(20), sp.End)
 
@@ -250,7 +274,7 @@ func TestScanWireOrderAndMerging(t *testing.T) {
 		fMsg(2, fVarint(3, 1))))
 	r, err = scanAgainstPdata(t, req)
 	require.NoError(t, err)
-	assert.False(t, r.Spans[0].Timeout)
+	assert.False(t, r.Spans[0].Marked)
 
 	// An empty second id resets the first, as in pdata.
 	r, err = scanAgainstPdata(t, request(fBytes(1, tid), fBytes(1, nil), fBytes(2, sid)))
@@ -261,7 +285,7 @@ func TestScanWireOrderAndMerging(t *testing.T) {
 	r, err = scanAgainstPdata(t, request(fBytes(1, tid), fBytes(2, sid),
 		fMsg(11, fMsg(3, fStr(1, "exception.type"), fMsg(2, fStr(1, "TimeoutException"))), fStr(2, "exception"))))
 	require.NoError(t, err)
-	assert.True(t, r.Spans[0].Timeout)
+	assert.True(t, r.Spans[0].Marked)
 
 	// A resource and a scope given twice merge: both halves' attributes.
 	res1 := fMsg(1, fStr(1, "host.name"), fMsg(2, fStr(1, "a")))
@@ -302,7 +326,7 @@ func TestScanUnknownFieldsAreSkipped(t *testing.T) {
 	r, err := scanAgainstPdata(t, req)
 	require.NoError(t, err)
 	require.Len(t, r.Spans, 1)
-	assert.True(t, r.Spans[0].Timeout)
+	assert.True(t, r.Spans[0].Marked)
 	assert.Equal(t, "svc", string(r.Resources[0].ServiceName))
 
 	// pdata's skipping of groups (proto2, unused by OTLP) has quirks that
@@ -341,7 +365,7 @@ func TestScanDeprecatedScopeSpans(t *testing.T) {
 
 func TestScanDoesNotAllocate(t *testing.T) {
 	req := benchRequest(t)
-	r := Request{HostKeys: testHostKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 	require.NoError(t, Scan(req, &r))
 	allocs := testing.AllocsPerRun(20, func() {
 		if err := Scan(req, &r); err != nil {
@@ -359,7 +383,7 @@ func TestScanDoesNotAllocate(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
-	r := Request{HostKeys: testHostKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 	require.NoError(t, Scan(marshal(t, richTraces(t)), &r))
 	spans := r.Spans[:cap(r.Spans)]
 	r.Reset()
@@ -368,7 +392,7 @@ func TestReset(t *testing.T) {
 }
 
 func TestErrorUnwrap(t *testing.T) {
-	r := Request{HostKeys: testHostKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 	err := Scan(request(fBytes(1, tid))[:10], &r)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrMalformed)
@@ -395,7 +419,7 @@ func TestParseKeyValueFastMatchesFields(t *testing.T) {
 	td := ptrace.NewTraces()
 	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	require.NoError(t, span.Attributes().FromRaw(map[string]any{"s": "v", "b": true, "i": int64(-1), "d": 504.0, "e": nil}))
-	r := Request{HostKeys: testHostKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 	require.NoError(t, Scan(marshal(t, td), &r))
 	for raw := r.Spans[0].Raw; len(raw) > 0; {
 		fl, next, f := readField(raw, 0)
@@ -453,7 +477,7 @@ func TestScanHostName(t *testing.T) {
 		sp.SetSpanID([8]byte{1})
 		b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 		require.NoError(t, err)
-		r := Request{HostKeys: testHostKeys}
+		r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
 		require.NoError(t, Scan(b, &r))
 		assert.Equal(t, tc.want, string(r.Resources[0].HostName), "%v", tc.attrs)
 		assert.Equal(t, refHostName(rs.Resource()), tc.want)

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/processor/processortest"
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
+	"github.com/tracesift/tracesift/internal/store"
 )
 
 const (
@@ -143,7 +144,7 @@ func BenchmarkConsumeRawTraces(b *testing.B) {
 	}
 	// Where each span's trace id sits in req, to give every request new ids
 	// in place.
-	var scanned otlpwire.Request
+	scanned := otlpwire.Request{HostKeys: store.HostKeys, Mark: timeoutMarks}
 	if err := otlpwire.Scan(req, &scanned); err != nil {
 		b.Fatal(err)
 	}
@@ -202,7 +203,7 @@ func BenchmarkKeepReason(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			var scanned otlpwire.Request
+			scanned := otlpwire.Request{HostKeys: store.HostKeys, Mark: timeoutMarks}
 			for b.Loop() {
 				// Scanning is where the per-span rule work happens now.
 				if err := otlpwire.Scan(req, &scanned); err != nil {

@@ -135,7 +135,7 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		return nil, fmt.Errorf("tracesift_sampler: creating self-metrics: %w", err)
 	}
 	p.scratch.New = func() any {
-		return &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n), req: otlpwire.Request{HostKeys: store.HostKeys}}
+		return &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n), req: otlpwire.Request{HostKeys: store.HostKeys, Mark: timeoutMarks}}
 	}
 	return p, nil
 }

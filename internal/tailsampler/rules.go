@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/otlpwire"
 )
 
 // Reason says why a trace is kept. It is the value of the `reason` attribute
@@ -16,8 +19,9 @@ const (
 	// ReasonError: a span has status ERROR and is not a timeout.
 	ReasonError Reason = "error"
 	// ReasonTimeout: a span is a timeout (HTTP 504/408, gRPC DEADLINE_EXCEEDED,
-	// an error.type/exception.type or status message naming a timeout or
-	// deadline). A span that is both ERROR and a timeout counts as a timeout,
+	// an error.type/exception.type, exception or status message naming a
+	// timeout or deadline: the rule of internal/model, timeout.go, marked by
+	// the wire scan, timeoutMarks). A span that is both ERROR and a timeout counts as a timeout,
 	// the more specific of the two, because "timeout" tells an engineer where to
 	// look while almost every timeout is also reported as ERROR.
 	ReasonTimeout Reason = "timeout"
@@ -198,3 +202,15 @@ func baselineKeep(id pcommon.TraceID, threshold uint64) bool {
 	}
 	return r < threshold
 }
+
+// timeoutMarks is the model's timeout rule (internal/model, timeout.go) as
+// the wire scan applies it: it marks (otlpwire.Span.Marked) each span that
+// timed out, in its one pass over a request.
+var timeoutMarks = func() *otlpwire.MarkRule {
+	m := &otlpwire.MarkRule{TextKeys: model.TimeoutTextKeys, EventName: model.ExceptionEvent,
+		EventTextKeys: model.TimeoutEventTextKeys, Words: model.TimeoutWords}
+	for _, kv := range model.TimeoutStatuses {
+		m.Values = append(m.Values, otlpwire.KeyValues{Key: kv.Key, Values: kv.Values})
+	}
+	return m
+}()

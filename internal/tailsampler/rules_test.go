@@ -56,7 +56,7 @@ func addScanned(t testing.TB, c *traceChunk, spans ...ptrace.Span) {
 	}
 	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 	require.NoError(t, err)
-	var r otlpwire.Request
+	r := otlpwire.Request{Mark: timeoutMarks}
 	require.NoError(t, otlpwire.Scan(req, &r))
 	for i := range r.Spans {
 		c.addSpan(&r.Spans[i], "svc", 0)

@@ -58,7 +58,7 @@ func (c *traceChunk) addSpan(span *otlpwire.Span, service string, host uint32) {
 	}
 	isErr := span.StatusCode == otlpwire.StatusError
 	c.hasError = c.hasError || isErr
-	if span.Timeout {
+	if span.Marked { // timed out (timeoutMarks)
 		c.hasTimeout = true
 		c.reason = stronger(c.reason, ReasonTimeout)
 	} else if isErr {
