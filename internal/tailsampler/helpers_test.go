@@ -234,3 +234,29 @@ func keptSpans(sink *consumertest.TracesSink) (spans map[pcommon.TraceID][]pcomm
 	}
 	return spans, calls
 }
+
+// decideAll runs one decision pass on every shard as if the clock read now,
+// and returns once the kept traces have been handed to the next consumer.
+// Passes travel through the shard queues, so every batch accepted before the
+// call is ingested first. It is the tests' ticker.
+func (p *sampler) decideAll(now time.Time) error {
+	passes := make([]decisionPass, len(p.shards))
+	p.mu.RLock()
+	if p.stopped {
+		p.mu.RUnlock()
+		return errStopped
+	}
+	if !p.started {
+		p.mu.RUnlock()
+		return errNotStarted
+	}
+	for i, s := range p.shards {
+		passes[i] = decisionPass{now: now, done: make(chan struct{})}
+		s.in <- shardMsg{pass: &passes[i]}
+	}
+	p.mu.RUnlock()
+	for i := range passes {
+		<-passes[i].done
+	}
+	return nil
+}

@@ -52,7 +52,7 @@ type sampler struct {
 	// time without sleeping.
 	now func() time.Time
 	// tick is the interval of the shards' decision ticker; tests set 0 before
-	// Start to disable it and drive decision passes with decideAll.
+	// Start to disable it and send decision passes themselves (shardMsg).
 	tick time.Duration
 
 	// invalidLogged makes the warning about spans without ids appear once per
@@ -512,32 +512,6 @@ func (p *sampler) freeBatches(batches [][]traceChunk) {
 			p.mem.free(b[j].frames)
 		}
 	}
-}
-
-// decideAll runs one decision pass on every shard as if the clock read now,
-// and returns once the kept traces have been handed to the next consumer.
-// Passes travel through the shard queues, so every batch accepted before the
-// call is ingested first. It is the tests' substitute for the ticker.
-func (p *sampler) decideAll(now time.Time) error {
-	passes := make([]decisionPass, len(p.shards))
-	p.mu.RLock()
-	if p.stopped {
-		p.mu.RUnlock()
-		return errStopped
-	}
-	if !p.started {
-		p.mu.RUnlock()
-		return errNotStarted
-	}
-	for i, s := range p.shards {
-		passes[i] = decisionPass{now: now, done: make(chan struct{})}
-		s.in <- shardMsg{pass: &passes[i]}
-	}
-	p.mu.RUnlock()
-	for i := range passes {
-		<-passes[i].done
-	}
-	return nil
 }
 
 // shardOf hashes the trace id with FNV-1a rather than taking its bytes: ids

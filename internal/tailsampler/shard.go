@@ -106,8 +106,10 @@ func (c *traceChunk) service() string {
 	return c.firstService
 }
 
-// shardMsg is either a batch of trace chunks or a decision pass request; both
-// share the queue so that a pass sees every batch sent before it.
+// shardMsg is either a batch of trace chunks or a request for a decision pass
+// as if the clock read now, closing done after it: what a ticker does, but in
+// the queue, so that the pass sees every batch sent before it (tests drive
+// time this way, without sleeping).
 type shardMsg struct {
 	chunks []traceChunk
 	at     time.Time // arrival of chunks
