@@ -8,7 +8,7 @@ CHDB_LIB := $(CURDIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build run test test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build generate run test test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -24,6 +24,12 @@ $(CHDB_LIB): package.json package-lock.json
 build: deps
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tracesift ./cmd/collector
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/tracesift-query ./cmd/query
+
+## generate: the Collector components' generated code and documentation.md from their metadata.yaml
+## (mdatagen, pinned in internal/tools)
+generate:
+	cd internal/tools && $(GO) build -o $(CURDIR)/bin/mdatagen go.opentelemetry.io/collector/cmd/mdatagen
+	PATH="$(CURDIR)/bin:$$PATH" $(GO) generate ./internal/...
 
 ## run: the all-in-one in the foreground: OTLP on :4317/:4318, API on :16686, data in ./data
 run: build

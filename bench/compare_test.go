@@ -326,18 +326,18 @@ service:
 		afterLoad: func(b *testing.B, p ports, l *Load, r *result) {
 			r.recall = checkRecall(b, p, l.Interesting())
 			if m, err := ScrapeMetrics(p.metricsURL()); err == nil {
-				r.kept = m.Sum("tracesift_sampler_traces_decided", `decision="kept"`)
-				r.decided = m.Sum("tracesift_sampler_traces_decided")
-				for _, name := range []string{"tracesift_sampler_export_errors", "tracesift_sampler_spans_invalid",
-					"tracesift_sampler_spans_late", "tracesift_sampler_early_decisions", "tracesift_sampler_pushbacks",
-					"tracesift_store_records_invalid", "otelcol_exporter_send_failed_spans",
+				r.kept = m.Sum("otelcol_tracesift_sampler_traces_decided", `decision="kept"`)
+				r.decided = m.Sum("otelcol_tracesift_sampler_traces_decided")
+				for _, name := range []string{"otelcol_tracesift_sampler_export_errors", "otelcol_tracesift_sampler_spans_invalid",
+					"otelcol_tracesift_sampler_spans_late", "otelcol_tracesift_sampler_early_decisions", "otelcol_tracesift_sampler_pushbacks",
+					"otelcol_tracesift_store_records_invalid", "otelcol_exporter_send_failed_spans",
 					"otelcol_exporter_enqueue_failed_spans", "otelcol_receiver_refused_spans"} {
 					if v := m.Sum(name); v != 0 {
 						r.notes = append(r.notes, fmt.Sprintf("%s=%.0f", name, v))
 					}
 				}
-				r.notes = append(r.notes, fmt.Sprintf("tracesift_sampler_traces_buffered=%.0f (after the drain)",
-					m.Sum("tracesift_sampler_traces_buffered")))
+				r.notes = append(r.notes, fmt.Sprintf("otelcol_tracesift_sampler_traces_buffered=%.0f (after the drain)",
+					m.Sum("otelcol_tracesift_sampler_traces_buffered")))
 			}
 		},
 	}

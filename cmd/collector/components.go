@@ -13,7 +13,6 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/envprovider"
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/otelcol"
@@ -41,7 +40,7 @@ var defaultConfig []byte
 func components() (otelcol.Factories, error) {
 	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
-	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpraw.NewFactory(newRawSampler), otlpreceiver.NewFactory(),
+	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpraw.NewFactory(), otlpreceiver.NewFactory(),
 		filelogreceiver.NewFactory(), loki.NewFactory()); err != nil {
 		return f, err
 	}
@@ -56,12 +55,6 @@ func components() (otelcol.Factories, error) {
 		return f, err
 	}
 	return f, nil
-}
-
-// newRawSampler plugs the tail sampler into the tracesift_otlp receiver, which
-// hands it request bytes.
-func newRawSampler(_ context.Context, set receiver.Settings, cfg *tailsampler.Config, next consumer.Traces) (otlpraw.TraceSampler, error) {
-	return tailsampler.NewRaw(processor.Settings{ID: set.ID, TelemetrySettings: set.TelemetrySettings, BuildInfo: set.BuildInfo}, cfg, next)
 }
 
 func providerSettings(uris ...string) otelcol.ConfigProviderSettings {

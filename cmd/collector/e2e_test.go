@@ -237,7 +237,7 @@ func TestEndToEnd(t *testing.T) {
 		return code == http.StatusOK && len(tr.Spans) == 2
 	})
 	eventually(t, "the healthy trace to be decided", func() bool {
-		return metric(t, ep, "tracesift_sampler_traces_decided", `decision="dropped"`) >= 1
+		return metric(t, ep, "otelcol_tracesift_sampler_traces_decided", `decision="dropped"`) >= 1
 	})
 
 	t.Run("healthy trace not kept", func(t *testing.T) {
@@ -464,7 +464,7 @@ func TestEndToEnd(t *testing.T) {
 			require.NoError(t, json.NewDecoder(resp.Body).Decode(&found))
 			return len(found.Logs) == 400
 		})
-		assert.Equal(t, float64(days-400), metric(t, ep, "tracesift_store_records_expired", `signal="logs"`))
+		assert.Equal(t, float64(days-400), metric(t, ep, "otelcol_tracesift_store_records_expired", `signal="logs"`))
 		for d, id := range ids {
 			if d < 100 {
 				eventually(t, "the backfilled trace "+id, func() bool {
@@ -474,7 +474,7 @@ func TestEndToEnd(t *testing.T) {
 			}
 		}
 		eventually(t, "the expired spans counted", func() bool {
-			return metric(t, ep, "tracesift_store_records_expired", `signal="traces"`) == 50
+			return metric(t, ep, "otelcol_tracesift_store_records_expired", `signal="traces"`) == 50
 		})
 		code, _ := getTrace(t, ep, ids[100])
 		assert.Equal(t, http.StatusNotFound, code, "past retention")

@@ -78,7 +78,7 @@ func TestAdaptiveSlowKeepsOutliersOfTheirRoute(t *testing.T) {
 	spans, _ := keptSpans(h.sink)
 	assert.Contains(t, spans, tid(fastOutlier), "300ms on a 20ms endpoint")
 	assert.NotContains(t, spans, tid(batchNormal), "300ms on a 500ms job")
-	assert.EqualValues(t, 1, h.counter("tracesift_sampler_traces_decided", attribute.String("reason", "slow_route")))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_traces_decided", attribute.String("reason", "slow_route")))
 }
 
 func TestServiceOverrides(t *testing.T) {
@@ -112,7 +112,7 @@ func TestBaselineCappedPerService(t *testing.T) {
 	spans, _ := keptSpans(h.sink)
 	assert.Len(t, spans, 3, "two of chatty's ten, and quiet's one")
 	assert.Contains(t, spans, tid(11))
-	assert.EqualValues(t, 8, h.counter("tracesift_sampler_baseline_capped"))
+	assert.EqualValues(t, 8, h.counter("otelcol_tracesift_sampler_baseline_capped"))
 
 	h.clock.Advance(time.Second)
 	for n := uint64(12); n <= 15; n++ {

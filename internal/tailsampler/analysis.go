@@ -34,7 +34,7 @@ type AnalyzeConfig struct {
 	// of their own, see store.AppendAnalysis), and the exporter stores them
 	// beside the spans; the pipeline's exporter must then be a tracesift
 	// exporter. Empty: findings are only counted in
-	// tracesift_sampler_findings. Default empty; the shipped configurations
+	// otelcol_tracesift_sampler_findings. Default empty; the shipped configurations
 	// set tracesift_store.
 	Store component.ID `mapstructure:"store"`
 	// FanoutThreshold is how many downstream calls one entry span must make
@@ -158,7 +158,7 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 		}
 		findings = append(analyze.Analyze(&t.Trace, a.opts), findings...)
 		for _, f := range findings {
-			a.tel.findingsCount.Add(context.Background(), 1, a.tel.findingKind(f.Kind))
+			a.tel.TracesiftSamplerFindings.Add(context.Background(), 1, a.tel.findingKind(f.Kind))
 			f.TraceID, f.TimeUnixNano = t.TraceID, t.start
 			rows = append(rows, f)
 		}

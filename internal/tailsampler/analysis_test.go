@@ -19,6 +19,7 @@ import (
 	"github.com/tracesift/tracesift/internal/analyze"
 	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
 )
 
 // storeHost is a host with a tracesift_store extension, for analyze::store.
@@ -139,7 +140,7 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	require.Len(t, skew, 1)
 	assert.InDelta(t, 300, skew[0].Value, 1)
 	assert.Equal(t, "web-1 → pay-1", skew[0].Subject)
-	assert.EqualValues(t, 6, h.counter("tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
+	assert.EqualValues(t, 6, h.counter("otelcol_tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
 
 	// Every trace crossing the pair stored pay-1's offset for the query API:
 	// the trace's own calls at first, the estimate once it has its samples.
@@ -167,13 +168,13 @@ func TestFindingsStayWithoutAStore(t *testing.T) {
 		assert.Empty(t, f)
 		assert.Empty(t, c)
 	}
-	assert.Positive(t, h.counter("tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
+	assert.Positive(t, h.counter("otelcol_tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
 }
 
 func TestAnalyzeStoreMustBeAStoreExtension(t *testing.T) {
 	cfg := testConfig()
 	cfg.Analyze.Store = component.MustNewID("tracesift_store")
-	p, err := newSampler(processortest.NewNopSettings(component.MustNewType(typeStr)), cfg, new(consumertest.TracesSink))
+	p, err := newSampler(processortest.NewNopSettings(metadata.Type), cfg, new(consumertest.TracesSink))
 	require.NoError(t, err)
 	err = p.Start(context.Background(), componenttest.NewNopHost())
 	require.ErrorContains(t, err, "`analyze::store`: extension \"tracesift_store\" is not configured")

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
 	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
 )
 
 const (
@@ -78,7 +78,7 @@ func benchSampler(b *testing.B, shards int) (*sampler, *fakeClock, *Config) {
 	cfg.NumShards = shards
 	cfg.GoMemoryLimit = -1
 	proc, err := NewFactory().CreateTraces(context.Background(),
-		processortest.NewNopSettings(component.MustNewType(typeStr)), cfg, consumertest.NewNop())
+		processortest.NewNopSettings(metadata.Type), cfg, consumertest.NewNop())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -52,12 +52,12 @@ func TestOverloadPausesCompression(t *testing.T) {
 	h := newHarness(t, cfg)
 	// The governor's clock is the harness's: compression has run long enough.
 	h.p.dicts.gov = newCompressionGovernor(2*cfg.DecisionWait, h.clock.Now().Add(-time.Hour))
-	for n := uint64(1); h.counter("tracesift_sampler_compression_pauses") == 0 && n < 20000; n += 50 {
+	for n := uint64(1); h.counter("otelcol_tracesift_sampler_compression_pauses") == 0 && n < 20000; n += 50 {
 		td := ptraceFlood(t, n, 50)
 		h.consume(td)
 		h.barrier()
 	}
-	assert.EqualValues(t, 1, h.counter("tracesift_sampler_compression_pauses"))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_compression_pauses"))
 	assert.Nil(t, h.p.dicts.codecFor([]byte("x"), h.clock.Now()), "uncompressed while paused")
 	h.clock.Advance(minCompressionPause)
 	assert.NotNil(t, h.p.dicts.codecFor([]byte("x"), h.clock.Now()), "compressing again after the pause")

@@ -16,11 +16,12 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/tracesift/tracesift/internal/clockskew"
+	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
 )
 
 func TestCreateDefaultConfig(t *testing.T) {
 	f := NewFactory()
-	assert.Equal(t, typeStr, f.Type().String())
+	assert.Equal(t, "tracesift_sampler", f.Type().String())
 	assert.Equal(t, component.StabilityLevelDevelopment, f.TracesStability())
 
 	cfg := f.CreateDefaultConfig()
@@ -60,7 +61,7 @@ func TestLoadConfig(t *testing.T) {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
 
-	typ := component.MustNewType(typeStr)
+	typ := metadata.Type
 	tests := []struct {
 		id      component.ID
 		want    *Config

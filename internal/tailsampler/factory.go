@@ -8,6 +8,8 @@
 // hands it request bytes.
 package tailsampler
 
+//go:generate mdatagen metadata.yaml
+
 import (
 	"context"
 	"fmt"
@@ -15,24 +17,23 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
-)
 
-// typeStr is the component type, as written in the collector configuration.
-const typeStr = "tracesift_sampler"
+	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
+)
 
 // NewFactory returns the factory of the tracesift_sampler processor.
 func NewFactory() processor.Factory {
 	return processor.NewFactory(
-		component.MustNewType(typeStr),
+		metadata.Type,
 		func() component.Config { return createDefaultConfig() },
-		processor.WithTraces(createTraces, component.StabilityLevelDevelopment),
+		processor.WithTraces(createTraces, metadata.TracesStability),
 	)
 }
 
 func createTraces(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
 	c, ok := cfg.(*Config)
 	if !ok {
-		return nil, fmt.Errorf("%s: unexpected config type %T", typeStr, cfg)
+		return nil, fmt.Errorf("%s: unexpected config type %T", metadata.Type, cfg)
 	}
 	p, err := newSampler(set, c, next)
 	if err != nil {

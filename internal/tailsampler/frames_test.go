@@ -136,8 +136,8 @@ func TestFrameBytesMetric(t *testing.T) {
 		h.consume(request(t, "svc", specs...))
 	}
 	h.barrier()
-	plain := h.counter("tracesift_sampler_frame_bytes", attribute.String("form", "plain"))
-	stored := h.counter("tracesift_sampler_frame_bytes", attribute.String("form", "stored"))
+	plain := h.counter("otelcol_tracesift_sampler_frame_bytes", attribute.String("form", "plain"))
+	stored := h.counter("otelcol_tracesift_sampler_frame_bytes", attribute.String("form", "stored"))
 	assert.Positive(t, stored)
 	assert.Less(t, stored*2, plain, "repetitive spans compress at least 2×: %d → %d", plain, stored)
 	var used int64

@@ -19,6 +19,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
 )
 
 // fakeClock is the tests' time source: it moves only when told to.
@@ -71,7 +73,7 @@ func newHarness(t *testing.T, cfg *Config, opts ...harnessOption) *harness {
 	for _, o := range opts {
 		o(&hs)
 	}
-	set := processortest.NewNopSettings(component.MustNewType(typeStr))
+	set := processortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
 	if hs.logger != nil {
 		set.TelemetrySettings.Logger = hs.logger

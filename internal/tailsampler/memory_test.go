@@ -41,7 +41,7 @@ func TestRootlessTraceWaitsForRootUntilMaxWait(t *testing.T) {
 	require.NoError(t, h.p.decideAll(h.clock.Now()))
 	spans, _ = keptSpans(h.sink)
 	assert.Len(t, spans[tid(1)], 1, "decided at max_wait")
-	assert.EqualValues(t, 1, h.counter("tracesift_sampler_early_decisions", attribute.String("why", "max_wait")))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_early_decisions", attribute.String("why", "max_wait")))
 }
 
 func TestTraceThatNeverGoesQuietIsDecidedAtMaxWait(t *testing.T) {
@@ -55,8 +55,8 @@ func TestTraceThatNeverGoesQuietIsDecidedAtMaxWait(t *testing.T) {
 	}
 	spans, _ := keptSpans(h.sink)
 	assert.Len(t, spans[tid(1)], 8, "kept at max_wait; the spans after it follow as late spans")
-	assert.EqualValues(t, 1, h.counter("tracesift_sampler_early_decisions", attribute.String("why", "max_wait")))
-	assert.EqualValues(t, 2, h.counter("tracesift_sampler_spans_late"))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_early_decisions", attribute.String("why", "max_wait")))
+	assert.EqualValues(t, 2, h.counter("otelcol_tracesift_sampler_spans_late"))
 }
 
 func TestTraceOverItsCapIsDecidedAtOnce(t *testing.T) {
@@ -77,7 +77,7 @@ func TestTraceOverItsCapIsDecidedAtOnce(t *testing.T) {
 	h.consume(request(t, "svc", specs(7)...))
 	h.barrier()
 	assert.Equal(t, 9, h.sink.SpanCount(), "later spans follow the decision")
-	assert.EqualValues(t, 1, h.counter("tracesift_sampler_early_decisions", attribute.String("why", "trace_limit")))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_early_decisions", attribute.String("why", "trace_limit")))
 
 	// A healthy trace over its byte cap is dropped at once, not buffered.
 	cfg2 := testConfig()
@@ -91,7 +91,7 @@ func TestTraceOverItsCapIsDecidedAtOnce(t *testing.T) {
 	h2.consume(request(t, "svc", big...))
 	h2.barrier()
 	assert.Zero(t, h2.sink.SpanCount())
-	assert.EqualValues(t, 20, h2.counter("tracesift_sampler_spans_dropped"))
+	assert.EqualValues(t, 20, h2.counter("otelcol_tracesift_sampler_spans_dropped"))
 	assert.Zero(t, h2.p.shards[0].used.Load(), "decided traces release their memory")
 }
 
@@ -153,14 +153,14 @@ func testMemoryBoundUnderFlood(t *testing.T, compress bool) {
 	for _, sh := range h.p.shards {
 		assert.LessOrEqual(t, sh.used.Load(), sh.high)
 	}
-	assert.Positive(t, h.counter("tracesift_sampler_early_decisions", attribute.String("why", "memory")))
+	assert.Positive(t, h.counter("otelcol_tracesift_sampler_early_decisions", attribute.String("why", "memory")))
 	require.NoError(t, h.p.Shutdown(context.Background()))
 
 	spans, _ := keptSpans(h.sink)
 	for id := range errorTraces {
 		assert.Len(t, spans[id], 10, "error trace %s kept whole", id)
 	}
-	t.Logf("pushbacks: %d, early decisions: %d", pushbacks, h.counter("tracesift_sampler_early_decisions"))
+	t.Logf("pushbacks: %d, early decisions: %d", pushbacks, h.counter("otelcol_tracesift_sampler_early_decisions"))
 }
 
 func TestPushbackWhenBufferFull(t *testing.T) {
@@ -179,7 +179,7 @@ func TestPushbackWhenBufferFull(t *testing.T) {
 	ri, ok := st.Details()[0].(*errdetails.RetryInfo)
 	require.True(t, ok)
 	assert.Equal(t, pushbackRetryDelay, ri.GetRetryDelay().AsDuration())
-	assert.EqualValues(t, 1, h.counter("tracesift_sampler_pushbacks"))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_pushbacks"))
 	h.barrier()
 	assert.Empty(t, h.p.shards[0].traces, "a refused request leaves nothing behind")
 
@@ -208,11 +208,11 @@ func TestLatenessAndDecisionLatencyAreMeasured(t *testing.T) {
 		require.Len(t, hist.DataPoints, 1)
 		return hist.DataPoints[0]
 	}
-	late := histogram("tracesift_sampler_span_lateness_seconds")
+	late := histogram("otelcol_tracesift_sampler_span_lateness_seconds")
 	assert.EqualValues(t, 1, late.Count)
 	assert.InDelta(t, 3, late.Sum, 1e-9, "3 s after the decision")
-	decided := histogram("tracesift_sampler_decision_latency_seconds")
+	decided := histogram("otelcol_tracesift_sampler_decision_latency_seconds")
 	assert.EqualValues(t, 1, decided.Count)
 	assert.InDelta(t, cfg.DecisionWait.Seconds(), decided.Sum, 1e-9)
-	assert.EqualValues(t, 1, h.counter("tracesift_sampler_spans_kept", attribute.String("reason", "error")))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_spans_kept", attribute.String("reason", "error")))
 }

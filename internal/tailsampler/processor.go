@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
-	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
@@ -76,7 +75,6 @@ type sampler struct {
 	mem         *frameMemory
 	analyzer    *analyzer    // nil when analyze is disabled
 	findingsAt  component.ID // analyze::store
-	memMetrics  metric.Registration
 
 	runCtx    context.Context // for calls to next; cancelled if Shutdown runs out of time
 	cancelRun context.CancelFunc
@@ -92,7 +90,7 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 	if next == nil {
 		return nil, errors.New("tracesift_sampler: nil next consumer")
 	}
-	tel, err := newTelemetry(set.TelemetrySettings.MeterProvider)
+	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, fmt.Errorf("tracesift_sampler: creating self-metrics: %w", err)
 	}
@@ -131,7 +129,7 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		return nil, fmt.Errorf("tracesift_sampler: %w", err)
 	}
 	p.findingsAt = cfg.Analyze.Store
-	if p.memMetrics, err = tel.observeFrameMemory(set.TelemetrySettings.MeterProvider, p.mem); err != nil {
+	if err = tel.observeFrameMemory(p.mem); err != nil {
 		return nil, fmt.Errorf("tracesift_sampler: creating self-metrics: %w", err)
 	}
 	p.scratch.New = func() any {
@@ -204,9 +202,7 @@ func (p *sampler) Shutdown(ctx context.Context) error {
 		// No call can hold a frame any more: ConsumeRawTraces holds p.mu
 		// shared while it allocates, and the shards have exited.
 		p.mem.close()
-		if p.memMetrics != nil {
-			_ = p.memMetrics.Unregister()
-		}
+		p.tel.Shutdown()
 		memoryLimits.release(p)
 		close(done)
 	}()
@@ -257,12 +253,12 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 		return errNotStarted
 	}
 	received, invalid := p.group(sc)
-	p.tel.spansReceived.Add(ctx, int64(received))
+	p.tel.TracesiftSamplerSpansReceived.Add(ctx, int64(received))
 	if invalid > 0 {
-		p.tel.spansInvalid.Add(ctx, int64(invalid))
+		p.tel.TracesiftSamplerSpansInvalid.Add(ctx, int64(invalid))
 		if p.invalidLogged.CompareAndSwap(false, true) {
 			p.logger.Warn("Skipping spans with an empty trace id or span id: they cannot be assigned to a trace. "+
-				"Fix the instrumentation that sends them; they are counted in tracesift_sampler_spans_invalid "+
+				"Fix the instrumentation that sends them; they are counted in otelcol_tracesift_sampler_spans_invalid "+
 				"(this message is logged once).",
 				zap.Int("invalid_spans_in_request", invalid))
 		}
@@ -434,8 +430,8 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 		b.bytes = int64(cap(b.frames.b)) + chunkOverhead
 		stored += len(b.frames.b)
 	}
-	p.tel.frameBytes.Add(context.Background(), int64(len(sc.plain)), p.tel.formPlain)
-	p.tel.frameBytes.Add(context.Background(), int64(stored), p.tel.formStored)
+	p.tel.TracesiftSamplerFrameBytes.Add(context.Background(), int64(len(sc.plain)), p.tel.formPlain)
+	p.tel.TracesiftSamplerFrameBytes.Add(context.Background(), int64(stored), p.tel.formStored)
 	return received, invalid
 }
 

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -22,6 +21,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
 )
 
 func decisionAttrs(decision string, reason Reason) []attribute.KeyValue {
@@ -56,7 +57,7 @@ func TestErrorTraceInSeveralRequestsIsKeptWhole(t *testing.T) {
 	// One nanosecond short of decision_wait after the last span: still waiting.
 	require.NoError(t, h.p.decideAll(h.clock.Now().Add(h.cfg.DecisionWait-time.Nanosecond)))
 	assert.Zero(t, h.sink.SpanCount())
-	assert.Equal(t, int64(2), h.counter("tracesift_sampler_traces_buffered"))
+	assert.Equal(t, int64(2), h.counter("otelcol_tracesift_sampler_traces_buffered"))
 
 	h.decideAfterWait()
 	require.Len(t, h.sink.AllTraces(), 1, "kept traces of one pass go in one call")
@@ -76,11 +77,11 @@ func TestErrorTraceInSeveralRequestsIsKeptWhole(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{"frontend": true, "orders": true, "db": true}, services)
 
-	assert.Equal(t, int64(5), h.counter("tracesift_sampler_spans_received"))
-	assert.Equal(t, int64(1), h.counter("tracesift_sampler_traces_decided", decisionAttrs(decisionKept, ReasonError)...))
-	assert.Equal(t, int64(1), h.counter("tracesift_sampler_traces_decided", decisionAttrs(decisionDropped, ReasonNone)...))
-	assert.Equal(t, int64(2), h.counter("tracesift_sampler_spans_dropped"))
-	assert.Equal(t, int64(0), h.counter("tracesift_sampler_traces_buffered"))
+	assert.Equal(t, int64(5), h.counter("otelcol_tracesift_sampler_spans_received"))
+	assert.Equal(t, int64(1), h.counter("otelcol_tracesift_sampler_traces_decided", decisionAttrs(decisionKept, ReasonError)...))
+	assert.Equal(t, int64(1), h.counter("otelcol_tracesift_sampler_traces_decided", decisionAttrs(decisionDropped, ReasonNone)...))
+	assert.Equal(t, int64(2), h.counter("otelcol_tracesift_sampler_spans_dropped"))
+	assert.Equal(t, int64(0), h.counter("otelcol_tracesift_sampler_traces_buffered"))
 }
 
 func TestKeepReasons(t *testing.T) {
@@ -112,11 +113,11 @@ func TestKeepReasons(t *testing.T) {
 			if tt.want == ReasonNone {
 				decision = decisionDropped
 				assert.Zero(t, h.sink.SpanCount())
-				assert.Equal(t, int64(len(tt.spans)), h.counter("tracesift_sampler_spans_dropped"))
+				assert.Equal(t, int64(len(tt.spans)), h.counter("otelcol_tracesift_sampler_spans_dropped"))
 			} else {
 				assert.Equal(t, len(tt.spans), h.sink.SpanCount())
 			}
-			assert.Equal(t, int64(1), h.counter("tracesift_sampler_traces_decided", decisionAttrs(decision, tt.want)...))
+			assert.Equal(t, int64(1), h.counter("otelcol_tracesift_sampler_traces_decided", decisionAttrs(decision, tt.want)...))
 		})
 	}
 }
@@ -147,10 +148,10 @@ func TestLateSpansFollowDecision(t *testing.T) {
 	assert.ElementsMatch(t, []pcommon.SpanID{sid(1), sid(3), sid(5)}, spans[tid(1)])
 	assert.NotContains(t, spans, tid(2))
 
-	assert.Equal(t, int64(2), h.counter("tracesift_sampler_spans_late", attribute.String("decision", decisionKept)))
-	assert.Equal(t, int64(1), h.counter("tracesift_sampler_spans_late", attribute.String("decision", decisionDropped)))
-	assert.Equal(t, int64(2), h.counter("tracesift_sampler_spans_dropped"), "the dropped trace's first span and its late one")
-	assert.Equal(t, int64(0), h.counter("tracesift_sampler_traces_buffered"), "late spans are not buffered")
+	assert.Equal(t, int64(2), h.counter("otelcol_tracesift_sampler_spans_late", attribute.String("decision", decisionKept)))
+	assert.Equal(t, int64(1), h.counter("otelcol_tracesift_sampler_spans_late", attribute.String("decision", decisionDropped)))
+	assert.Equal(t, int64(2), h.counter("otelcol_tracesift_sampler_spans_dropped"), "the dropped trace's first span and its late one")
+	assert.Equal(t, int64(0), h.counter("otelcol_tracesift_sampler_traces_buffered"), "late spans are not buffered")
 }
 
 func TestVeryLateSpanAfterEvictionStartsNewTrace(t *testing.T) {
@@ -164,8 +165,8 @@ func TestVeryLateSpanAfterEvictionStartsNewTrace(t *testing.T) {
 
 	h.consume(request(t, "svc", spanSpec{trace: 1, span: 3, dur: time.Millisecond}))
 	h.barrier()
-	assert.Equal(t, int64(1), h.counter("tracesift_sampler_traces_buffered"), "decided on its own")
-	assert.Equal(t, int64(0), h.counter("tracesift_sampler_spans_late"))
+	assert.Equal(t, int64(1), h.counter("otelcol_tracesift_sampler_traces_buffered"), "decided on its own")
+	assert.Equal(t, int64(0), h.counter("otelcol_tracesift_sampler_spans_late"))
 	h.decideAfterWait()
 	assert.Equal(t, 1, h.sink.SpanCount(), "the healthy fragment is dropped")
 }
@@ -173,7 +174,7 @@ func TestVeryLateSpanAfterEvictionStartsNewTrace(t *testing.T) {
 func TestShutdownFlushesBufferedTraces(t *testing.T) {
 	tel := componenttest.NewTelemetry()
 	defer func() { require.NoError(t, tel.Shutdown(context.Background())) }()
-	set := processortest.NewNopSettings(component.MustNewType(typeStr))
+	set := processortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	sink := new(consumertest.TracesSink)
 	cfg := testConfig()
@@ -205,7 +206,7 @@ func TestShutdownFlushesBufferedTraces(t *testing.T) {
 
 func TestShutdownWithoutStart(t *testing.T) {
 	proc, err := NewFactory().CreateTraces(context.Background(),
-		processortest.NewNopSettings(component.MustNewType(typeStr)), testConfig(), consumertest.NewNop())
+		processortest.NewNopSettings(metadata.Type), testConfig(), consumertest.NewNop())
 	require.NoError(t, err)
 	err = proc.ConsumeTraces(context.Background(), request(t, "svc", spanSpec{trace: 1, span: 1}))
 	require.ErrorIs(t, err, errNotStarted)
@@ -232,8 +233,8 @@ func TestInvalidIDsAreSkippedAndCounted(t *testing.T) {
 	h.consume(second)
 	h.decideAfterWait()
 
-	assert.Equal(t, int64(4), h.counter("tracesift_sampler_spans_received"))
-	assert.Equal(t, int64(3), h.counter("tracesift_sampler_spans_invalid"))
+	assert.Equal(t, int64(4), h.counter("otelcol_tracesift_sampler_spans_received"))
+	assert.Equal(t, int64(3), h.counter("otelcol_tracesift_sampler_spans_invalid"))
 	spansKept, _ := keptSpans(h.sink)
 	assert.Equal(t, []pcommon.SpanID{sid(1)}, spansKept[tid(1)])
 
@@ -251,7 +252,7 @@ func TestNextConsumerErrorIsLoggedAndCounted(t *testing.T) {
 	))
 	h.decideAfterWait()
 
-	assert.Equal(t, int64(1), h.counter("tracesift_sampler_export_errors"))
+	assert.Equal(t, int64(1), h.counter("otelcol_tracesift_sampler_export_errors"))
 	entries := logs.All()
 	require.Len(t, entries, 1)
 	fields := entries[0].ContextMap()
@@ -318,7 +319,7 @@ func TestTickerDecidesQuietTraces(t *testing.T) {
 
 	// Not the harness: this test keeps the real ticker, driven by the fake clock.
 	proc, err := NewFactory().CreateTraces(context.Background(),
-		processortest.NewNopSettings(component.MustNewType(typeStr)), cfg, next)
+		processortest.NewNopSettings(metadata.Type), cfg, next)
 	require.NoError(t, err)
 	p := proc.(*sampler)
 	clock := newFakeClock()
@@ -395,8 +396,8 @@ func TestManyTracesOverFourShardsEachKeptWholeOnce(t *testing.T) {
 		shardsUsed[shardOf(id, 4)] = true
 	}
 	assert.Len(t, shardsUsed, 4)
-	assert.Equal(t, int64(traces/5), h.counter("tracesift_sampler_traces_decided", decisionAttrs(decisionKept, ReasonError)...))
-	assert.Equal(t, int64(traces-traces/5), h.counter("tracesift_sampler_traces_decided", decisionAttrs(decisionKept, ReasonBaseline)...))
+	assert.Equal(t, int64(traces/5), h.counter("otelcol_tracesift_sampler_traces_decided", decisionAttrs(decisionKept, ReasonError)...))
+	assert.Equal(t, int64(traces-traces/5), h.counter("otelcol_tracesift_sampler_traces_decided", decisionAttrs(decisionKept, ReasonBaseline)...))
 }
 
 // The collector's own shutdown check: with every trace kept, everything
@@ -422,7 +423,7 @@ func (ctxConsumer) ConsumeTraces(ctx context.Context, _ ptrace.Traces) error {
 func TestShutdownGivesUpWhenContextEnds(t *testing.T) {
 	tel := componenttest.NewTelemetry()
 	defer func() { require.NoError(t, tel.Shutdown(context.Background())) }()
-	set := processortest.NewNopSettings(component.MustNewType(typeStr))
+	set := processortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	proc, err := NewFactory().CreateTraces(context.Background(), set, testConfig(), ctxConsumer{})
 	require.NoError(t, err)
@@ -434,7 +435,7 @@ func TestShutdownGivesUpWhenContextEnds(t *testing.T) {
 	err = proc.Shutdown(ctx)
 	require.ErrorIs(t, err, context.Canceled)
 
-	m, err := tel.GetMetric("tracesift_sampler_export_errors")
+	m, err := tel.GetMetric("otelcol_tracesift_sampler_export_errors")
 	require.NoError(t, err, "the abandoned flush is counted")
 	assert.NotEmpty(t, m.Data)
 }

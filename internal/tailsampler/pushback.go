@@ -22,13 +22,13 @@ const pushbackRetryDelay = time.Second
 // for HTTP ones, both of which OTLP exporters retry.
 func (p *sampler) pushback(ctx context.Context, i int, size int64) error {
 	sh := p.shards[i]
-	p.tel.pushbacks.Add(ctx, 1)
+	p.tel.TracesiftSamplerPushbacks.Add(ctx, 1)
 	msg := fmt.Sprintf("tracesift_sampler: buffer full (shard %d holds %d of its %d bytes of `max_buffered_bytes`, "+
 		"request needs %d more): retry later, or raise `max_buffered_bytes` or add sampler workers",
 		i, sh.used.Load(), sh.budget, size)
 	if p.pushbackLogged.CompareAndSwap(false, true) {
 		p.logger.Warn("Refusing requests while the sampler buffer is full; clients are asked to retry "+
-			"(counted in tracesift_sampler_pushbacks, logged once)", zap.String("detail", msg))
+			"(counted in otelcol_tracesift_sampler_pushbacks, logged once)", zap.String("detail", msg))
 	}
 	st, err := status.New(codes.ResourceExhausted, msg).
 		WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(pushbackRetryDelay)})

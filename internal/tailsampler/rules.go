@@ -10,7 +10,7 @@ import (
 )
 
 // Reason says why a trace is kept. It is the value of the `reason` attribute
-// of the tracesift_sampler_traces_decided metric.
+// of the otelcol_tracesift_sampler_traces_decided metric.
 type Reason string
 
 // Keep reasons, in order of precedence: when several apply to a trace, the

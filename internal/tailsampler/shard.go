@@ -139,7 +139,7 @@ func (t *trace) endToEnd() time.Duration {
 }
 
 // Why a trace was decided before its time, the `why` attribute of
-// tracesift_sampler_early_decisions.
+// otelcol_tracesift_sampler_early_decisions.
 const (
 	whyOnTime     = iota // not early: quiet after its root arrived
 	whyMemory            // the shard's share of max_buffered_bytes was nearly used
@@ -241,7 +241,7 @@ func (s *shard) batch(n int) []traceChunk {
 
 func (s *shard) addUsed(n int64) {
 	s.used.Add(n)
-	s.p.tel.bufferedBytes.Add(context.Background(), n)
+	s.p.tel.TracesiftSamplerBufferedBytes.Add(context.Background(), n)
 }
 
 // run is the shard's goroutine. It exits once the queue is closed and
@@ -298,7 +298,7 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 		if !ok {
 			if d, decided := s.cache.get(c.id); decided {
 				lateBytes += c.bytes
-				s.p.tel.lateness.Record(context.Background(), float64(now.UnixNano()-d.at)/1e9)
+				s.p.tel.TracesiftSamplerSpanLatenessSeconds.Record(context.Background(), float64(now.UnixNano()-d.at)/1e9)
 				if d.kept {
 					out.add(c)
 					lateKept += c.count
@@ -335,14 +335,14 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 	tel := s.p.tel
 	mctx := context.Background()
 	if added > 0 {
-		tel.tracesBuffered.Add(mctx, int64(added))
+		tel.TracesiftSamplerTracesBuffered.Add(mctx, int64(added))
 	}
 	if lateDropped > 0 {
-		tel.spansLate.Add(mctx, int64(lateDropped), tel.lateDropped)
-		tel.spansDropped.Add(mctx, int64(lateDropped))
+		tel.TracesiftSamplerSpansLate.Add(mctx, int64(lateDropped), tel.lateDropped)
+		tel.TracesiftSamplerSpansDropped.Add(mctx, int64(lateDropped))
 	}
 	if lateKept > 0 {
-		tel.spansLate.Add(mctx, int64(lateKept), tel.lateKept)
+		tel.TracesiftSamplerSpansLate.Add(mctx, int64(lateKept), tel.lateKept)
 	}
 	s.relieve(&out)
 	s.forward(ctx, &out)
@@ -401,10 +401,10 @@ func (s *shard) relieve(out *keptBatch) {
 		return
 	}
 	if g := s.p.dicts.gov; g != nil && g.overloaded(s.now) {
-		s.p.tel.compressionPauses.Add(context.Background(), 1)
+		s.p.tel.TracesiftSamplerCompressionPauses.Add(context.Background(), 1)
 		s.p.logger.Info("Buffer compression paused: the buffer needs relief although it holds compressed traces, "+
 			"so the sampler is overloaded and compressing costs CPU without letting traces wait out decision_wait; "+
-			"it is retried after the pause (tracesift_sampler_compression_pauses)",
+			"it is retried after the pause (otelcol_tracesift_sampler_compression_pauses)",
 			zap.Duration("pause", time.Duration(g.pausedUntil.Load()-s.now.UnixNano())))
 	}
 	before := s.used.Load()
@@ -424,7 +424,7 @@ func (s *shard) relieve(out *keptBatch) {
 	if s.p.memoryLogged.CompareAndSwap(false, true) {
 		s.p.logger.Warn("Sampler buffer nearly full: deciding traces before decision_wait. Error and timeout "+
 			"traces are still kept; healthy traces may miss the slow rule. Raise `max_buffered_bytes` or add "+
-			"sampler workers; tracesift_sampler_early_decisions{why=\"memory\"} counts it (logged once).",
+			"sampler workers; otelcol_tracesift_sampler_early_decisions{why=\"memory\"} counts it (logged once).",
 			zap.Int("shard", s.id), zap.Int64("bytes_before", before), zap.Int64("bytes_after", s.used.Load()),
 			zap.Int64("shard_budget", s.budget))
 	}
@@ -504,7 +504,7 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 
 	s.tally.traces[reason.rank()]++
 	s.tally.early[why]++
-	s.p.tel.decisionLatency.Record(context.Background(), time.Duration(s.now.UnixNano()-t.firstSeen).Seconds())
+	s.p.tel.TracesiftSamplerDecisionLatencySeconds.Record(context.Background(), time.Duration(s.now.UnixNano()-t.firstSeen).Seconds())
 	if ce := s.p.logger.Check(zap.DebugLevel, "Trace decided"); ce != nil {
 		ce.Write(zap.Stringer("trace_id", t.id), zap.Bool("kept", kept), zap.String("reason", reason.metricValue()),
 			zap.String("early", whyNames[why]), zap.Int("spans", t.count), zap.Duration("end_to_end", t.endToEnd()),
@@ -535,19 +535,19 @@ func (d *decisionTally) report(tel *telemetry) {
 			continue
 		}
 		decided += n
-		tel.tracesDecided.Add(ctx, int64(n), tel.decidedAttrs[rank])
+		tel.TracesiftSamplerTracesDecided.Add(ctx, int64(n), tel.decidedAttrs[rank])
 		if spans := int64(d.spans[rank]); rank == 0 {
-			tel.spansDropped.Add(ctx, spans)
+			tel.TracesiftSamplerSpansDropped.Add(ctx, spans)
 		} else {
-			tel.spansKept.Add(ctx, spans, tel.decidedAttrs[rank])
+			tel.TracesiftSamplerSpansKept.Add(ctx, spans, tel.decidedAttrs[rank])
 		}
 	}
 	if decided > 0 {
-		tel.tracesBuffered.Add(ctx, -int64(decided))
+		tel.TracesiftSamplerTracesBuffered.Add(ctx, -int64(decided))
 	}
 	for why, n := range d.early {
 		if why != whyOnTime && n > 0 {
-			tel.earlyDecisions.Add(ctx, int64(n), tel.whyAttrs[why])
+			tel.TracesiftSamplerEarlyDecisions.Add(ctx, int64(n), tel.whyAttrs[why])
 		}
 	}
 	*d = decisionTally{}
@@ -570,7 +570,7 @@ func (s *shard) verdict(t *trace) Reason {
 	reason := decide(f, rs)
 	healthy := reason == ReasonBaseline || reason == ReasonRetries || reason == ReasonClockSkew
 	if healthy && !s.baseline.allow(t.service(), rs.baselinePerSecond, s.now) {
-		s.p.tel.baselineCapped.Add(context.Background(), 1)
+		s.p.tel.TracesiftSamplerBaselineCapped.Add(context.Background(), 1)
 		return ReasonNone
 	}
 	return reason
@@ -601,9 +601,9 @@ func (s *shard) forward(ctx context.Context, out *keptBatch) {
 		err = s.p.next.ConsumeTraces(ctx, td)
 	}
 	if err != nil {
-		s.p.tel.exportErrors.Add(context.Background(), 1)
+		s.p.tel.TracesiftSamplerExportErrors.Add(context.Background(), 1)
 		if findings > 0 && s.p.analyzer.export {
-			s.p.tel.findingsDropped.Add(context.Background(), int64(findings))
+			s.p.tel.TracesiftSamplerFindingsDropped.Add(context.Background(), int64(findings))
 		}
 		s.p.logger.Error("Next consumer rejected kept traces; their spans are lost",
 			zap.Int("shard", s.id), zap.Int("spans", out.spans), zap.Error(err))

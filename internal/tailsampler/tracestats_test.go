@@ -89,7 +89,7 @@ func TestKeepRetryAmplification(t *testing.T) {
 	spans, _ := keptSpans(h.sink)
 	assert.NotContains(t, spans, tid(1), "4 calls: below the amplification")
 	require.Contains(t, spans, tid(2), "5 calls over two requests")
-	assert.EqualValues(t, 1, h.counter("tracesift_sampler_traces_decided", attribute.String("reason", "retry_fanout")))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_traces_decided", attribute.String("reason", "retry_fanout")))
 }
 
 // Once the estimator knows web-1 and pay-1 disagree, a healthy trace across
@@ -115,5 +115,5 @@ func TestKeepClockSkew(t *testing.T) {
 	spans, _ := keptSpans(h.sink)
 	assert.Contains(t, spans, tid(100), "crosses the skewed pair")
 	assert.NotContains(t, spans, tid(101))
-	assert.EqualValues(t, 1, h.counter("tracesift_sampler_traces_decided", attribute.String("reason", "clock_skew")))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_traces_decided", attribute.String("reason", "clock_skew")))
 }

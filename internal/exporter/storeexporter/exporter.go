@@ -3,6 +3,8 @@
 // extension.
 package storeexporter
 
+//go:generate mdatagen metadata.yaml
+
 import (
 	"context"
 	"errors"
@@ -22,12 +24,10 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/tracesift/tracesift/internal/exporter/storeexporter/internal/metadata"
 	"github.com/tracesift/tracesift/internal/extension/storeextension"
 	"github.com/tracesift/tracesift/internal/store"
 )
-
-// Type is the exporter's component type.
-var Type = component.MustNewType("tracesift")
 
 // Config is the exporter's configuration.
 type Config struct {
@@ -85,18 +85,18 @@ func createDefaultConfig() component.Config {
 
 // NewFactory returns the exporter's factory.
 func NewFactory() exporter.Factory {
-	return exporter.NewFactory(Type, createDefaultConfig,
-		exporter.WithTraces(createTraces, component.StabilityLevelDevelopment),
-		exporter.WithLogs(createLogs, component.StabilityLevelDevelopment))
+	return exporter.NewFactory(metadata.Type, createDefaultConfig,
+		exporter.WithTraces(createTraces, metadata.TracesStability),
+		exporter.WithLogs(createLogs, metadata.LogsStability))
 }
 
 type storeExporter struct {
-	cfg     *Config
-	logger  *zap.Logger
-	writer  *store.Writer
-	invalid metric.Int64Counter
-	expired metric.Int64Counter
-	written metric.Int64Counter
+	cfg    *Config
+	logger *zap.Logger
+	writer *store.Writer
+	// tel holds the instruments declared in metadata.yaml (generated into
+	// internal/metadata).
+	tel *metadata.TelemetryBuilder
 	// signal is the exporter's signal attribute, built once: it is added
 	// on every write.
 	signal                metric.MeasurementOption
@@ -104,23 +104,11 @@ type storeExporter struct {
 }
 
 func newExporter(set exporter.Settings, cfg *Config, signal string) (*storeExporter, error) {
-	m := set.MeterProvider.Meter("github.com/tracesift/tracesift/internal/exporter/storeexporter")
-	invalid, err := m.Int64Counter("tracesift_store_records_invalid",
-		metric.WithDescription("Spans and log records not stored because an id was invalid"))
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
-	expired, err := m.Int64Counter("tracesift_store_records_expired",
-		metric.WithDescription("Spans and log records not stored because they were older than the store's retention when they arrived"))
-	if err != nil {
-		return nil, err
-	}
-	written, err := m.Int64Counter("tracesift_store_records_written",
-		metric.WithDescription("Spans and log records written to the store"))
-	if err != nil {
-		return nil, err
-	}
-	return &storeExporter{cfg: cfg, logger: set.Logger, invalid: invalid, expired: expired, written: written,
+	return &storeExporter{cfg: cfg, logger: set.Logger, tel: tel,
 		signal: metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", signal)))}, nil
 }
 
@@ -133,20 +121,25 @@ func (e *storeExporter) start(_ context.Context, host component.Host) error {
 	return nil
 }
 
+func (e *storeExporter) shutdown(context.Context) error {
+	e.tel.Shutdown()
+	return nil
+}
+
 func (e *storeExporter) account(ctx context.Context, signal string, st store.WriteStats) {
-	e.written.Add(ctx, int64(st.Written), e.signal)
+	e.tel.TracesiftStoreRecordsWritten.Add(ctx, int64(st.Written), e.signal)
 	if st.Invalid > 0 {
-		e.invalid.Add(ctx, int64(st.Invalid), e.signal)
+		e.tel.TracesiftStoreRecordsInvalid.Add(ctx, int64(st.Invalid), e.signal)
 		if e.warned.CompareAndSwap(false, true) {
-			e.logger.Warn("skipping records with an empty trace or span id; they are counted in tracesift_store_records_invalid (logged once)",
+			e.logger.Warn("skipping records with an empty trace or span id; they are counted in otelcol_tracesift_store_records_invalid (logged once)",
 				zap.String("signal", signal), zap.Int("count", st.Invalid))
 		}
 	}
 	if st.Expired > 0 {
-		e.expired.Add(ctx, int64(st.Expired), e.signal)
+		e.tel.TracesiftStoreRecordsExpired.Add(ctx, int64(st.Expired), e.signal)
 		if e.warnedExpired.CompareAndSwap(false, true) {
 			e.logger.Warn("skipping records older than the store's retention (a backfill, or a client whose clock is wrong); "+
-				"they would expire at once. Raise tracesift_store's `retention` to keep them. Counted in tracesift_store_records_expired (logged once)",
+				"they would expire at once. Raise tracesift_store's `retention` to keep them. Counted in otelcol_tracesift_store_records_expired (logged once)",
 				zap.String("signal", signal), zap.Int("count", st.Expired))
 		}
 	}
@@ -185,6 +178,7 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 	}
 	return exporterhelper.NewTraces(ctx, set, cfg, e.pushTraces,
 		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 		exporterhelper.WithQueue(c.QueueConfig),
 		exporterhelper.WithRetry(c.BackOffConfig))
@@ -198,6 +192,7 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 	}
 	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
 		exporterhelper.WithStart(e.start),
+		exporterhelper.WithShutdown(e.shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 		exporterhelper.WithQueue(c.QueueConfig),
 		exporterhelper.WithRetry(c.BackOffConfig))

@@ -17,12 +17,10 @@ import (
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.uber.org/goleak"
 
+	"github.com/tracesift/tracesift/internal/exporter/storeexporter/internal/metadata"
 	"github.com/tracesift/tracesift/internal/store"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // flakyConn is a store.Conn whose inserts of spans fail as scripted. It
 // records every attempt to insert spans and signals each one that succeeds;
@@ -87,6 +85,24 @@ type host struct {
 
 func (h host) GetExtensions() map[component.ID]component.Component { return h.exts }
 
+// nopConn is a store.Conn that accepts everything and stores nothing.
+type nopConn struct{}
+
+func (nopConn) Insert(context.Context, string, store.Format, []byte) error { return nil }
+func (nopConn) Exec(context.Context, string, store.Params) error           { return nil }
+func (nopConn) Query(context.Context, string, store.Params, func([]byte) error) error {
+	return nil
+}
+func (nopConn) Close() error { return nil }
+
+// newLifecycleTestHost is the host of the generated lifecycle test
+// (metadata.yaml, tests::host): it has the tracesift_store extension the
+// default config names, over a nopConn.
+func newLifecycleTestHost() component.Host {
+	id := createDefaultConfig().(*Config).Store
+	return host{exts: map[component.ID]component.Component{id: provider{w: store.NewWriter(nopConn{}, "db")}}}
+}
+
 // startExporter starts a traces exporter on conn with fast retries, no
 // batching (one insert per ConsumeTraces) and a queue of queueItems spans.
 func startExporter(t *testing.T, conn *flakyConn, queueItems int64) exporter.Traces {
@@ -98,7 +114,7 @@ func startExporter(t *testing.T, conn *flakyConn, queueItems int64) exporter.Tra
 	q.NumConsumers = 1
 	cfg.BackOffConfig.InitialInterval = time.Millisecond
 	cfg.BackOffConfig.MaxInterval = 5 * time.Millisecond
-	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(Type), cfg)
+	exp, err := NewFactory().CreateTraces(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)
 	h := host{exts: map[component.ID]component.Component{cfg.Store: provider{w: store.NewWriter(conn, "db")}}}
 	require.NoError(t, exp.Start(context.Background(), h))

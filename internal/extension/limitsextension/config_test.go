@@ -3,6 +3,7 @@ package limitsextension
 import (
 	"testing"
 
+	"github.com/tracesift/tracesift/internal/extension/limitsextension/internal/metadata"
 	"github.com/tracesift/tracesift/internal/testutil"
 
 	"github.com/stretchr/testify/assert"
@@ -28,7 +29,7 @@ func TestLimitsConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := testutil.LoadConfig(t, "config.yaml", component.NewIDWithName(Type, tt.name), f)
+			cfg, err := testutil.LoadConfig(t, "config.yaml", component.NewIDWithName(metadata.Type, tt.name), f)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return

@@ -3,6 +3,8 @@
 // with 413 instead of 400.
 package limitsextension
 
+//go:generate mdatagen metadata.yaml
+
 import (
 	"context"
 	"errors"
@@ -13,6 +15,7 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/tracesift/tracesift/internal/extension/limitsextension/internal/metadata"
 	"github.com/tracesift/tracesift/internal/httpbody"
 
 	"go.opentelemetry.io/collector/component"
@@ -26,12 +29,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
-
-// scopeName is the instrumentation scope of this package's self-metrics.
-const scopeName = "github.com/tracesift/tracesift/internal/extension/limitsextension"
-
-// Type is the component type of the HTTP limits middleware.
-var Type = component.MustNewType("tracesift_limits")
 
 const defaultMaxRequestBodySize = 16 << 20 // 16 MiB
 
@@ -79,8 +76,8 @@ func createDefaultConfig() component.Config {
 // Bad Request, which OTLP clients take for a malformed payload. 413 tells them
 // (and whoever reads their logs) that the batch is too big.
 func NewFactory() extension.Factory {
-	return extension.NewFactory(Type, createDefaultConfig, createLimitsExtension,
-		component.StabilityLevelDevelopment)
+	return extension.NewFactory(metadata.Type, createDefaultConfig, createLimitsExtension,
+		metadata.ExtensionStability)
 }
 
 func createLimitsExtension(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
@@ -92,7 +89,7 @@ func createLimitsExtension(_ context.Context, set extension.Settings, cfg compon
 }
 
 // Reasons a request was rejected, the `reason` attribute of
-// tracesift_http_requests_too_large.
+// otelcol_tracesift_http_requests_too_large.
 const (
 	reasonContentLength = iota // Content-Length above our limit: rejected unread
 	reasonBodyRead             // body read past our limit (chunked or decompressed)
@@ -104,12 +101,13 @@ var reasonNames = [numReasons]string{"content_length", "body_read", "receiver"}
 
 type limitsExtension struct {
 	component.StartFunc
-	component.ShutdownFunc
 
 	max    int64
 	logger *zap.Logger
 
-	tooLarge metric.Int64Counter
+	// tel holds the instruments declared in metadata.yaml (generated into
+	// internal/metadata).
+	tel      *metadata.TelemetryBuilder
 	byReason [numReasons]metric.AddOption
 	// warned keeps the explanation to one log line per extension; the
 	// counter says how often it happens.
@@ -119,18 +117,21 @@ type limitsExtension struct {
 var _ extensionmiddleware.HTTPServer = (*limitsExtension)(nil)
 
 func newLimitsExtension(set extension.Settings, cfg *Config) (*limitsExtension, error) {
-	c, err := set.MeterProvider.Meter(scopeName).Int64Counter("tracesift_http_requests_too_large",
-		metric.WithDescription("HTTP requests answered 413 because the body is over a size limit, by reason "+
-			"(content_length|body_read: tracesift_limits' own limit; receiver: the receiver's limit)."),
-		metric.WithUnit("{request}"))
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
-		return nil, fmt.Errorf("tracesift_limits: metric tracesift_http_requests_too_large: %w", err)
+		return nil, fmt.Errorf("tracesift_limits: creating self-metrics: %w", err)
 	}
-	e := &limitsExtension{max: cfg.MaxRequestBodySize, logger: set.Logger, tooLarge: c}
+	e := &limitsExtension{max: cfg.MaxRequestBodySize, logger: set.Logger, tel: tel}
 	for i, r := range reasonNames {
 		e.byReason[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
 	}
 	return e, nil
+}
+
+// Shutdown implements component.Component.
+func (e *limitsExtension) Shutdown(context.Context) error {
+	e.tel.Shutdown()
+	return nil
 }
 
 // GetHTTPHandler implements extensionmiddleware.HTTPServer.
@@ -291,10 +292,10 @@ func (e *limitsExtension) reject(w http.ResponseWriter, r *http.Request, reason 
 	}
 	msg := httpbody.TooLargeMessage("the body", limit, who)
 
-	e.tooLarge.Add(r.Context(), 1, e.byReason[reason])
+	e.tel.TracesiftHTTPRequestsTooLarge.Add(r.Context(), 1, e.byReason[reason])
 	if e.warned.CompareAndSwap(false, true) {
 		e.logger.Warn("Rejected an oversized HTTP request with 413; further rejections are only counted "+
-			"in tracesift_http_requests_too_large.",
+			"in otelcol_tracesift_http_requests_too_large.",
 			zap.String("reason", reasonNames[reason]), zap.String("path", r.URL.Path),
 			zap.String("remote_addr", r.RemoteAddr), zap.Int64("content_length", r.ContentLength),
 			zap.String("message", msg))

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/tracesift/tracesift/internal/extension/limitsextension/internal/metadata"
 	"github.com/tracesift/tracesift/internal/testutil"
 
 	"github.com/stretchr/testify/assert"
@@ -40,7 +41,7 @@ func newTestLimits(t *testing.T, limit int64) (*limitsExtension, *componenttest.
 	tel := componenttest.NewTelemetry()
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	core, logs := observer.New(zapcore.WarnLevel)
-	set := extensiontest.NewNopSettings(Type)
+	set := extensiontest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	set.Logger = zap.New(core)
 	ext, err := NewFactory().Create(context.Background(), set, &Config{MaxRequestBodySize: limit})
@@ -143,7 +144,7 @@ func TestLimitsContentLengthRejectedUnread(t *testing.T) {
 	assert.Contains(t, got, "`max_request_body_size` of the tracesift_limits extension")
 	assert.True(t, resp.Close, "connection should close rather than drain an unread body")
 
-	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "tracesift_http_requests_too_large",
+	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "otelcol_tracesift_http_requests_too_large",
 		attribute.String("reason", "content_length")))
 	require.Equal(t, 1, logs.Len())
 	assert.Contains(t, logs.All()[0].Message, "413")
@@ -160,7 +161,7 @@ func TestLimitsChunkedOverReceiverLimit(t *testing.T) {
 	assert.Contains(t, got, "limit of 1000 bytes")
 	assert.Contains(t, got, "the receiver's `max_request_body_size`")
 	assert.NotContains(t, got, "receiver says", "the 400 body must not leak into the 413")
-	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "tracesift_http_requests_too_large",
+	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "otelcol_tracesift_http_requests_too_large",
 		attribute.String("reason", "receiver")))
 }
 
@@ -173,7 +174,7 @@ func TestLimitsChunkedOverOwnLimit(t *testing.T) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, got)
 	assert.Contains(t, got, "limit of 2048 bytes (2 KiB)")
 	assert.Contains(t, got, "tracesift_limits")
-	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "tracesift_http_requests_too_large",
+	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "otelcol_tracesift_http_requests_too_large",
 		attribute.String("reason", "body_read")))
 }
 
@@ -247,7 +248,7 @@ func TestLimitsWithOTLPReceiver(t *testing.T) {
 	rcv, err := f.CreateLogs(context.Background(), receivertest.NewNopSettings(f.Type()), cfg, sink)
 	require.NoError(t, err)
 	host := limitsHost{Host: componenttest.NewNopHost(),
-		exts: map[component.ID]component.Component{component.NewID(Type): ext}}
+		exts: map[component.ID]component.Component{component.NewID(metadata.Type): ext}}
 	require.NoError(t, rcv.Start(context.Background(), host))
 	t.Cleanup(func() { require.NoError(t, rcv.Shutdown(context.Background())) })
 
@@ -314,8 +315,8 @@ func TestLimitsWithOTLPReceiver(t *testing.T) {
 		})
 	}
 	assert.Equal(t, 1, sink.LogRecordCount(), "nothing oversized gets through")
-	assert.Equal(t, int64(3), testutil.MetricSum(t, tel, "tracesift_http_requests_too_large",
+	assert.Equal(t, int64(3), testutil.MetricSum(t, tel, "otelcol_tracesift_http_requests_too_large",
 		attribute.String("reason", "receiver")))
-	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "tracesift_http_requests_too_large",
+	assert.Equal(t, int64(1), testutil.MetricSum(t, tel, "otelcol_tracesift_http_requests_too_large",
 		attribute.String("reason", "content_length")))
 }

@@ -3,6 +3,8 @@
 // extension (the all-in-one deployment, where chDB allows one process).
 package queryextension
 
+//go:generate mdatagen metadata.yaml
+
 import (
 	"context"
 	"errors"
@@ -17,12 +19,10 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
 
+	"github.com/tracesift/tracesift/internal/extension/queryextension/internal/metadata"
 	"github.com/tracesift/tracesift/internal/extension/storeextension"
 	"github.com/tracesift/tracesift/internal/query"
 )
-
-// Type is the query extension's component type.
-var Type = component.MustNewType("tracesift_query")
 
 // Config configures the query API served from the collector process.
 type Config struct {
@@ -50,11 +50,11 @@ func createDefaultConfig() component.Config {
 
 // NewFactory returns the query extension's factory.
 func NewFactory() extension.Factory {
-	return extension.NewFactory(Type, createDefaultConfig,
+	return extension.NewFactory(metadata.Type, createDefaultConfig,
 		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
 			return &queryExtension{cfg: cfg.(*Config), set: set}, nil
 		},
-		component.StabilityLevelDevelopment)
+		metadata.ExtensionStability)
 }
 
 type queryExtension struct {

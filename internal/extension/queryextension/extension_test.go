@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
+	"github.com/tracesift/tracesift/internal/extension/queryextension/internal/metadata"
 	"github.com/tracesift/tracesift/internal/extension/storeextension"
 	"github.com/tracesift/tracesift/internal/store"
 	"github.com/tracesift/tracesift/internal/testutil"
@@ -34,6 +35,14 @@ func (fakeStore) Reader() *store.Reader { return store.NewReader(nil, "db", stor
 
 var _ storeextension.Provider = fakeStore{}
 
+// newStoreHost is a host with a fakeStore under the id the default config
+// names; the generated lifecycle test uses it too (metadata.yaml,
+// tests::host).
+func newStoreHost() component.Host {
+	return storeHost{componenttest.NewNopHost(), map[component.ID]component.Component{
+		component.NewID(storeextension.Type): fakeStore{}}}
+}
+
 func freeEndpoint(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -50,11 +59,9 @@ func TestServesTheAPIFromTheStore(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 	endpoint := freeEndpoint(t)
 	cfg.ServerConfig.NetAddr.Endpoint = endpoint
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(Type), cfg)
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)
-	host := storeHost{componenttest.NewNopHost(), map[component.ID]component.Component{
-		component.NewID(storeextension.Type): fakeStore{}}}
-	require.NoError(t, ext.Start(context.Background(), host))
+	require.NoError(t, ext.Start(context.Background(), newStoreHost()))
 
 	client := &http.Client{}
 	resp, body := testutil.Do(t, client, mustGet(t, "http://"+endpoint+"/health"))
@@ -73,7 +80,7 @@ func TestNeedsItsStore(t *testing.T) {
 	f := NewFactory()
 	cfg := f.CreateDefaultConfig().(*Config)
 	cfg.ServerConfig.NetAddr.Endpoint = freeEndpoint(t)
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(Type), cfg)
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(metadata.Type), cfg)
 	require.NoError(t, err)
 	err = ext.Start(context.Background(), componenttest.NewNopHost())
 	require.Error(t, err)

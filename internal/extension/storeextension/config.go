@@ -4,6 +4,8 @@
 // do in the OpenTelemetry Collector.
 package storeextension
 
+//go:generate mdatagen metadata.yaml
+
 import (
 	"errors"
 	"fmt"

@@ -9,12 +9,14 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
 
+	"github.com/tracesift/tracesift/internal/extension/storeextension/internal/metadata"
 	"github.com/tracesift/tracesift/internal/store"
 	"github.com/tracesift/tracesift/internal/store/server"
 )
 
-// Type is the extension's component type.
-var Type = component.MustNewType("tracesift_store")
+// Type is the extension's component type, for the components that name a
+// store extension in their config.
+var Type = metadata.Type
 
 // Provider is what components find on the host under this extension's id.
 type Provider interface {
@@ -29,7 +31,7 @@ func NewFactory() extension.Factory {
 		func(_ context.Context, set extension.Settings, cfg component.Config) (extension.Extension, error) {
 			return &storeExtension{cfg: cfg.(*Config), logger: set.Logger}, nil
 		},
-		component.StabilityLevelDevelopment)
+		metadata.ExtensionStability)
 }
 
 type storeExtension struct {

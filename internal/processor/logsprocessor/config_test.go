@@ -3,6 +3,7 @@ package logsprocessor
 import (
 	"testing"
 
+	"github.com/tracesift/tracesift/internal/processor/logsprocessor/internal/metadata"
 	"github.com/tracesift/tracesift/internal/testutil"
 
 	"github.com/stretchr/testify/assert"
@@ -33,7 +34,7 @@ func TestLogsConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := testutil.LoadConfig(t, "config.yaml", component.NewIDWithName(Type, tt.name), f)
+			cfg, err := testutil.LoadConfig(t, "config.yaml", component.NewIDWithName(metadata.Type, tt.name), f)
 			if tt.wantErr != "" {
 				require.ErrorContains(t, err, tt.wantErr)
 				return

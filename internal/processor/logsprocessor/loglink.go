@@ -3,6 +3,8 @@
 // ids in the text) and reads Logback/Log4j/Spring Boot layouts.
 package logsprocessor
 
+//go:generate mdatagen metadata.yaml
+
 import (
 	"strings"
 
@@ -13,7 +15,7 @@ import (
 )
 
 // Where a log record's trace link came from. The values are also the `source`
-// attribute of the tracesift_logs_linked metric, so they must stay stable.
+// attribute of the otelcol_tracesift_logs_linked metric, so they must stay stable.
 const (
 	SourceRecord     = "record"
 	SourceAttributes = "attributes"

@@ -2,7 +2,6 @@ package logsprocessor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"unicode/utf8"
@@ -15,13 +14,9 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/processor/logsprocessor/internal/metadata"
 )
-
-// scopeName is the instrumentation scope of this package's self-metrics.
-const scopeName = "github.com/tracesift/tracesift/internal/processor/logsprocessor"
-
-// Type is the component type of the log-linking processor.
-var Type = component.MustNewType("tracesift_logs")
 
 // Config is the configuration of the tracesift_logs processor. The
 // record's own trace_id/span_id are always used when set; these switches only
@@ -74,9 +69,9 @@ func createDefaultConfig() component.Config {
 // which links every log record to its trace and span (see Linker).
 func NewFactory() processor.Factory {
 	return processor.NewFactory(
-		Type,
+		metadata.Type,
 		createDefaultConfig,
-		processor.WithLogs(createLogsProcessor, component.StabilityLevelDevelopment),
+		processor.WithLogs(createLogsProcessor, metadata.LogsStability),
 	)
 }
 
@@ -90,7 +85,8 @@ func createLogsProcessor(ctx context.Context, set processor.Settings, cfg compon
 		return nil, err
 	}
 	return processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
-		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}))
+		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true}),
+		processorhelper.WithShutdown(p.shutdown))
 }
 
 type logsProcessor struct {
@@ -98,9 +94,9 @@ type logsProcessor struct {
 	text   *textParser // nil when parse_text is off
 	logger *zap.Logger
 
-	received metric.Int64Counter
-	linked   metric.Int64Counter
-	invalid  metric.Int64Counter
+	// tel holds the instruments declared in metadata.yaml (generated into
+	// internal/metadata).
+	tel *metadata.TelemetryBuilder
 	// Built once: the processor records on every batch.
 	bySource [3]metric.AddOption // record, attributes, body
 
@@ -110,33 +106,19 @@ type logsProcessor struct {
 }
 
 func newLogsProcessor(set processor.Settings, cfg *Config) (*logsProcessor, error) {
-	m := set.MeterProvider.Meter(scopeName)
-	var errs []error
-	counter := func(name, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit("{record}"))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("metric %s: %w", name, err))
-		}
-		return c
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, fmt.Errorf("tracesift_logs: creating self-metrics: %w", err)
 	}
 	p := &logsProcessor{
 		linker: Linker{NoAttributes: !cfg.FromAttributes, NoBody: !cfg.FromBody},
 		logger: set.Logger,
-		received: counter("tracesift_logs_received",
-			"Log records seen by the tracesift_logs processor, linked or not."),
-		linked: counter("tracesift_logs_linked",
-			"Log records linked to a trace, by where the trace id came from (record|attributes|body)."),
-		invalid: counter("tracesift_logs_invalid_ids",
-			"Log records carrying a malformed trace or span id (not hex, wrong length, all zeros)."),
+		tel:    tel,
 	}
 	for i, s := range []string{SourceRecord, SourceAttributes, SourceBody} {
 		p.bySource[i] = metric.WithAttributeSet(attribute.NewSet(attribute.String("source", s)))
 	}
-	if len(errs) > 0 {
-		return nil, fmt.Errorf("tracesift_logs: creating self-metrics: %w", errors.Join(errs...))
-	}
 	if cfg.ParseText {
-		var err error
 		if p.text, err = newTextParser(cfg.TextPatterns); err != nil {
 			return nil, fmt.Errorf("tracesift_logs: %w", err)
 		}
@@ -176,16 +158,21 @@ func (p *logsProcessor) processLogs(ctx context.Context, ld plog.Logs) (plog.Log
 	}
 	// One Add per instrument per batch, not per record: batches hold
 	// thousands of records and each Add takes a lock in the SDK.
-	p.received.Add(ctx, received)
+	p.tel.TracesiftLogsReceived.Add(ctx, received)
 	for i, n := range bySource {
 		if n > 0 {
-			p.linked.Add(ctx, n, p.bySource[i])
+			p.tel.TracesiftLogsLinked.Add(ctx, n, p.bySource[i])
 		}
 	}
 	if invalid > 0 {
-		p.invalid.Add(ctx, invalid)
+		p.tel.TracesiftLogsInvalidIds.Add(ctx, invalid)
 	}
 	return ld, nil
+}
+
+func (p *logsProcessor) shutdown(context.Context) error {
+	p.tel.Shutdown()
+	return nil
 }
 
 func (p *logsProcessor) explainInvalid(res LinkResult) {
@@ -204,6 +191,6 @@ func (p *logsProcessor) explainInvalid(res LinkResult) {
 	p.logger.Warn("Log record carries a malformed trace or span id; it was ignored and the next source "+
 		"(attributes, then body) was tried. Expected 32 hex digits (or 16 for a 64-bit B3 trace id) for "+
 		"a trace id and 16 for a span id, not all zeros. Fix the logging layout or MDC field that writes it. "+
-		"Further occurrences are only counted in tracesift_logs_invalid_ids.",
+		"Further occurrences are only counted in otelcol_tracesift_logs_invalid_ids.",
 		zap.String("key", res.InvalidKey), zap.String("value", v), zap.String("linked_from", res.Source))
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tracesift/tracesift/internal/processor/logsprocessor/internal/metadata"
 	"github.com/tracesift/tracesift/internal/testutil"
 
 	"github.com/stretchr/testify/assert"
@@ -26,7 +27,7 @@ func TestLogsProcessor(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, tel.Shutdown(context.Background())) })
 	core, logs := observer.New(zapcore.WarnLevel)
 
-	set := processortest.NewNopSettings(Type)
+	set := processortest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = tel.NewTelemetrySettings()
 	set.Logger = zap.New(core)
 	sink := new(consumertest.LogsSink)
@@ -76,11 +77,11 @@ func TestLogsProcessor(t *testing.T) {
 		tid + "/" + sid, tid2 + "/" + sid2, tid + "/" + sid, tid2 + "/", "/", "/",
 	}, got)
 
-	assert.Equal(t, int64(12), testutil.MetricSum(t, tel, "tracesift_logs_received"))
-	assert.Equal(t, int64(2), testutil.MetricSum(t, tel, "tracesift_logs_linked", attribute.String("source", SourceRecord)))
-	assert.Equal(t, int64(2), testutil.MetricSum(t, tel, "tracesift_logs_linked", attribute.String("source", SourceAttributes)))
-	assert.Equal(t, int64(4), testutil.MetricSum(t, tel, "tracesift_logs_linked", attribute.String("source", SourceBody)))
-	assert.Equal(t, int64(4), testutil.MetricSum(t, tel, "tracesift_logs_invalid_ids"))
+	assert.Equal(t, int64(12), testutil.MetricSum(t, tel, "otelcol_tracesift_logs_received"))
+	assert.Equal(t, int64(2), testutil.MetricSum(t, tel, "otelcol_tracesift_logs_linked", attribute.String("source", SourceRecord)))
+	assert.Equal(t, int64(2), testutil.MetricSum(t, tel, "otelcol_tracesift_logs_linked", attribute.String("source", SourceAttributes)))
+	assert.Equal(t, int64(4), testutil.MetricSum(t, tel, "otelcol_tracesift_logs_linked", attribute.String("source", SourceBody)))
+	assert.Equal(t, int64(4), testutil.MetricSum(t, tel, "otelcol_tracesift_logs_invalid_ids"))
 
 	// Four invalid ids, one explanation.
 	warns := logs.FilterMessageSnippet("malformed trace or span id").All()
@@ -93,7 +94,7 @@ func TestLogsProcessorSwitches(t *testing.T) {
 	sink := new(consumertest.LogsSink)
 	f := NewFactory()
 	cfg := &Config{FromAttributes: false, FromBody: false}
-	p, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(Type), cfg, sink)
+	p, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type), cfg, sink)
 	require.NoError(t, err)
 
 	ld := plog.NewLogs()
@@ -106,7 +107,7 @@ func TestLogsProcessorSwitches(t *testing.T) {
 
 func TestLogsProcessorRejectsForeignConfig(t *testing.T) {
 	f := NewFactory()
-	_, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(Type),
+	_, err := f.CreateLogs(context.Background(), processortest.NewNopSettings(metadata.Type),
 		&struct{ component.Config }{}, new(consumertest.LogsSink))
 	assert.ErrorContains(t, err, "unexpected config type")
 	var _ processor.Factory = f

@@ -42,7 +42,7 @@ func TestTruncation(t *testing.T) {
 		},
 	})
 	requireSameLogs(t, want, e.lastLogs(t))
-	assert.Equal(t, int64(2), e.counter(t, "tracesift_loki_records_truncated"), "one per record")
+	assert.Equal(t, int64(2), e.counter(t, "otelcol_tracesift_loki_records_truncated"), "one per record")
 
 	// Lines: plain and NDJSON.
 	resp, rb = e.post(t, linesPath+"?service=s", "text/plain", "", []byte(long+"\nok\n"))
@@ -61,7 +61,7 @@ func TestTruncation(t *testing.T) {
 			attrs: [][2]string{{"stack", "0123456789…[truncated 90 bytes]"}, {"n", "1"}}}},
 	}), e.lastLogs(t))
 
-	assert.Equal(t, int64(4), e.counter(t, "tracesift_loki_records_truncated"))
+	assert.Equal(t, int64(4), e.counter(t, "otelcol_tracesift_loki_records_truncated"))
 	warnings := e.logged.FilterMessageSnippet("longer than `max_line_bytes`").All()
 	require.Len(t, warnings, 1)
 	assert.Equal(t, "100 bytes: 0123456789", warnings[0].ContextMap()["example"])
@@ -205,13 +205,13 @@ func TestConsumerErrors(t *testing.T) {
 
 			assert.Equal(t, int64(1), e.requests(t, "push", tt.wantOutcome))
 			assert.Equal(t, int64(1), e.requests(t, "lines", tt.wantOutcome))
-			assert.Zero(t, e.counter(t, "tracesift_loki_records", attrEndpoint("push")))
+			assert.Zero(t, e.counter(t, "otelcol_tracesift_loki_records", attrEndpoint("push")))
 			var wantDropped int64
 			if tt.wantOutcome == "dropped" {
 				wantDropped = 5
 				assert.Len(t, e.logged.FilterMessageSnippet("permanent error").All(), 1)
 			}
-			assert.Equal(t, wantDropped, e.counter(t, "tracesift_loki_records_dropped", attrEndpoint("push")))
+			assert.Equal(t, wantDropped, e.counter(t, "otelcol_tracesift_loki_records_dropped", attrEndpoint("push")))
 		})
 	}
 }

@@ -42,9 +42,10 @@ type Config struct {
 	// body) or an attribute value (label, structured metadata, NDJSON field)
 	// longer than this is cut to it, at a character boundary, and
 	// "…[truncated N bytes]" is appended (N: the bytes cut off); the record
-	// is counted in tracesift_loki_records_truncated. It also bounds the
-	// joining of stack-trace lines on the plain-text lines endpoint: a
-	// continuation line that would make the record longer starts a new one.
+	// is counted in otelcol_tracesift_loki_records_truncated. It also
+	// bounds the joining of stack-trace lines on the plain-text lines
+	// endpoint: a continuation line that would make the record longer
+	// starts a new one.
 	// Default 65536 (64 KiB). Must be positive.
 	MaxLineBytes int `mapstructure:"max_line_bytes"`
 

@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/tracesift/tracesift/internal/receiver/loki/internal/metadata"
 )
 
 // loadConfig unmarshals the section of testdata/config.yaml named name over
@@ -18,7 +20,7 @@ func loadConfig(t *testing.T, name string) (*Config, error) {
 	t.Helper()
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
-	sub, err := cm.Sub(component.NewIDWithName(Type, name).String())
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
 	require.NoError(t, err)
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
 	if err := sub.Unmarshal(cfg); err != nil {

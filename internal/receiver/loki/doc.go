@@ -79,11 +79,16 @@
 //
 // # Self-metrics
 //
-// tracesift_loki_requests{endpoint,outcome}, tracesift_loki_records{endpoint}
-// (accepted), tracesift_loki_records_dropped{endpoint},
-// tracesift_loki_records_truncated, tracesift_loki_records_invalid{reason}
-// (invalid_utf8, bad_timestamp, not_json, bad_entry, bad_labels; a record
-// counts once per reason) and tracesift_loki_bytes{endpoint}. The first
-// occurrence of each kind of bad input is explained in one Warn log line,
-// with an excerpt; later ones are only counted.
+// Declared in metadata.yaml (see documentation.md):
+// otelcol_tracesift_loki_requests{endpoint,outcome},
+// otelcol_tracesift_loki_records{endpoint} (accepted),
+// otelcol_tracesift_loki_records_dropped{endpoint},
+// otelcol_tracesift_loki_records_truncated,
+// otelcol_tracesift_loki_records_invalid{reason} (invalid_utf8,
+// bad_timestamp, not_json, bad_entry, bad_labels; a record counts once per
+// reason) and otelcol_tracesift_loki_bytes{endpoint}. The first occurrence
+// of each kind of bad input is explained in one Warn log line, with an
+// excerpt; later ones are only counted.
 package loki
+
+//go:generate mdatagen metadata.yaml

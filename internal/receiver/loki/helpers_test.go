@@ -24,6 +24,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/tracesift/tracesift/internal/receiver/loki/internal/metadata"
 )
 
 // testNow is the receive time of every request in the tests.
@@ -38,7 +40,7 @@ func testConfig() *Config {
 	return cfg
 }
 
-func testSettings() receiver.Settings { return receivertest.NewNopSettings(Type) }
+func testSettings() receiver.Settings { return receivertest.NewNopSettings(metadata.Type) }
 
 // testEnv is a started receiver and a client for it.
 type testEnv struct {
@@ -118,12 +120,12 @@ func (e *testEnv) counter(t testing.TB, name string, attrs ...attribute.KeyValue
 
 func (e *testEnv) requests(t testing.TB, ep, outcome string) int64 {
 	t.Helper()
-	return e.counter(t, "tracesift_loki_requests", attribute.String("endpoint", ep), attribute.String("outcome", outcome))
+	return e.counter(t, "otelcol_tracesift_loki_requests", attribute.String("endpoint", ep), attribute.String("outcome", outcome))
 }
 
 func (e *testEnv) invalid(t testing.TB, reason string) int64 {
 	t.Helper()
-	return e.counter(t, "tracesift_loki_records_invalid", attribute.String("reason", reason))
+	return e.counter(t, "otelcol_tracesift_loki_records_invalid", attribute.String("reason", reason))
 }
 
 // lastLogs is what the last successful request delivered.

@@ -190,7 +190,7 @@ type linesAnswer struct {
 	Accepted int `json:"accepted"`
 	// Truncated and Invalid count those of them that were cut to
 	// max_line_bytes, or stored otherwise than sent (see
-	// tracesift_loki_records_invalid).
+	// otelcol_tracesift_loki_records_invalid).
 	Truncated int64 `json:"truncated"`
 	Invalid   int64 `json:"invalid"`
 }
@@ -269,21 +269,21 @@ func (r *lokiReceiver) deliver(w http.ResponseWriter, req *http.Request, ep endp
 	if n > 0 {
 		if err := r.next.ConsumeLogs(ctx, ld); err != nil {
 			if consumererror.IsPermanent(err) {
-				r.tel.requests.Add(ctx, 1, r.tel.requestAttrs[ep][outcomeDropped]...)
-				r.tel.dropped.Add(ctx, int64(n), r.tel.endpointAttrs[ep]...)
+				r.tel.TracesiftLokiRequests.Add(ctx, 1, r.tel.requestAttrs[ep][outcomeDropped]...)
+				r.tel.TracesiftLokiRecordsDropped.Add(ctx, int64(n), r.tel.endpointAttrs[ep]...)
 				r.warn(warnDropped, req, ep, zap.Int("records", n), zap.Error(err))
 				r.writeError(w, ep, http.StatusBadRequest, "the pipeline refused the records with a permanent "+
 					"error; they were dropped, do not send them again: "+err.Error())
 				return
 			}
-			r.tel.requests.Add(ctx, 1, r.tel.requestAttrs[ep][outcomeUnavailable]...)
+			r.tel.TracesiftLokiRequests.Add(ctx, 1, r.tel.requestAttrs[ep][outcomeUnavailable]...)
 			r.writeError(w, ep, http.StatusServiceUnavailable, "the pipeline cannot take the records now, "+
 				"retry later: "+err.Error())
 			return
 		}
-		r.tel.records.Add(ctx, int64(n), r.tel.endpointAttrs[ep]...)
+		r.tel.TracesiftLokiRecords.Add(ctx, int64(n), r.tel.endpointAttrs[ep]...)
 	}
-	r.tel.requests.Add(ctx, 1, r.tel.requestAttrs[ep][outcomeOK]...)
+	r.tel.TracesiftLokiRequests.Add(ctx, 1, r.tel.requestAttrs[ep][outcomeOK]...)
 	if ep == endpointPush {
 		// As Loki answers.
 		w.WriteHeader(http.StatusNoContent)
@@ -297,13 +297,13 @@ func (r *lokiReceiver) deliver(w http.ResponseWriter, req *http.Request, ep endp
 // and explains the first of each kind.
 func (r *lokiReceiver) countBadInput(ctx context.Context, req *http.Request, ep endpoint, st *batchStats) {
 	if st.truncated > 0 {
-		r.tel.truncated.Add(ctx, st.truncated)
+		r.tel.TracesiftLokiRecordsTruncated.Add(ctx, st.truncated)
 		r.warn(warnTruncated, req, ep, zap.Int("max_line_bytes", r.cfg.MaxLineBytes),
 			zap.String("example", st.examples[numReasons]))
 	}
 	for rs := range numReasons {
 		if n := st.invalid[rs]; n > 0 {
-			r.tel.invalid.Add(ctx, n, r.tel.reasonAttrs[rs]...)
+			r.tel.TracesiftLokiRecordsInvalid.Add(ctx, n, r.tel.reasonAttrs[rs]...)
 			r.warn(warnInvalid+warning(rs), req, ep, zap.String("example", st.examples[rs]))
 		}
 	}
@@ -350,7 +350,7 @@ func (r *lokiReceiver) readBody(w http.ResponseWriter, req *http.Request, ep end
 	buf, limit, err := r.bodies.Read(req)
 	switch {
 	case buf != nil:
-		r.tel.bytes.Add(req.Context(), int64(buf.Len()), r.tel.endpointAttrs[ep]...)
+		r.tel.TracesiftLokiBytes.Add(req.Context(), int64(buf.Len()), r.tel.endpointAttrs[ep]...)
 		return buf, true
 	case limit > 0:
 		r.tooLarge(w, req, ep, limit, "the body")
@@ -381,7 +381,7 @@ func (r *lokiReceiver) tooLarge(w http.ResponseWriter, req *http.Request, ep end
 // reject answers a request refused as the client's fault, counts it and
 // explains the first of its kind.
 func (r *lokiReceiver) reject(w http.ResponseWriter, req *http.Request, ep endpoint, why warning, code int, msg string) {
-	r.tel.requests.Add(req.Context(), 1, r.tel.requestAttrs[ep][outcomeMalformed]...)
+	r.tel.TracesiftLokiRequests.Add(req.Context(), 1, r.tel.requestAttrs[ep][outcomeMalformed]...)
 	r.warn(why, req, ep, zap.String("error", msg), zap.Int("status", code))
 	r.writeError(w, ep, code, msg)
 }
@@ -395,7 +395,7 @@ func (r *lokiReceiver) transportError(w http.ResponseWriter, req *http.Request, 
 		ep = endpointLines
 	}
 	if code == http.StatusUnauthorized || code == http.StatusForbidden {
-		r.tel.requests.Add(req.Context(), 1, r.tel.requestAttrs[ep][outcomeUnauthorized]...)
+		r.tel.TracesiftLokiRequests.Add(req.Context(), 1, r.tel.requestAttrs[ep][outcomeUnauthorized]...)
 		r.writeError(w, ep, code, msg)
 		return
 	}
@@ -447,7 +447,7 @@ func (r *lokiReceiver) allow(w http.ResponseWriter, req *http.Request, ep endpoi
 		return true
 	}
 	res.CancelAt(now)
-	r.tel.requests.Add(req.Context(), 1, r.tel.requestAttrs[ep][outcomeLimited]...)
+	r.tel.TracesiftLokiRequests.Add(req.Context(), 1, r.tel.requestAttrs[ep][outcomeLimited]...)
 	r.warn(warnLimited, req, ep, zap.Int("records", n), zap.Int("max_lines_per_second", r.cfg.MaxLinesPerSecond))
 	w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 	r.writeError(w, ep, http.StatusTooManyRequests, fmt.Sprintf("over `max_lines_per_second` (%d): retry in %s",

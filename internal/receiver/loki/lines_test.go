@@ -69,7 +69,7 @@ func TestLinesPlain(t *testing.T) {
 		requireSameLogs(t, want, e.lastLogs(t))
 	}
 	assert.Equal(t, int64(3), e.requests(t, "lines", "ok"))
-	assert.Equal(t, int64(15), e.counter(t, "tracesift_loki_records", attrEndpoint("lines")))
+	assert.Equal(t, int64(15), e.counter(t, "otelcol_tracesift_loki_records", attrEndpoint("lines")))
 
 	// An empty body is fine, and nothing is sent on.
 	resp, rb := e.post(t, linesPath+"?service=checkout", "text/plain", "", nil)

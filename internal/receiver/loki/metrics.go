@@ -1,15 +1,12 @@
 package loki
 
 import (
-	"errors"
-	"fmt"
-
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-)
 
-// scopeName is the instrumentation scope of the receiver's self-metrics.
-const scopeName = "github.com/tracesift/tracesift/internal/receiver/loki"
+	"github.com/tracesift/tracesift/internal/receiver/loki/internal/metadata"
+)
 
 // endpoint is the `endpoint` attribute of the metrics.
 type endpoint int
@@ -22,7 +19,7 @@ const (
 
 var endpointNames = [numEndpoints]string{"push", "lines"}
 
-// outcome is the `outcome` attribute of tracesift_loki_requests.
+// outcome is the `outcome` attribute of otelcol_tracesift_loki_requests.
 type outcome int
 
 const (
@@ -37,7 +34,7 @@ const (
 	// retryable error (503); the client sends them again.
 	outcomeUnavailable
 	// outcomeDropped: the pipeline refused the records with a permanent
-	// error (400); they are lost (tracesift_loki_records_dropped).
+	// error (400); they are lost (otelcol_tracesift_loki_records_dropped).
 	outcomeDropped
 	// outcomeLimited: over max_lines_per_second (429: the client retries).
 	outcomeLimited
@@ -46,9 +43,9 @@ const (
 
 var outcomeNames = [numOutcomes]string{"ok", "malformed", "unauthorized", "unavailable", "dropped", "limited"}
 
-// reason is the `reason` attribute of tracesift_loki_records_invalid: why a
-// record was stored otherwise than it was sent. A record counts at most once
-// per reason.
+// reason is the `reason` attribute of
+// otelcol_tracesift_loki_records_invalid: why a record was stored otherwise
+// than it was sent. A record counts at most once per reason.
 type reason int
 
 const (
@@ -73,58 +70,24 @@ const (
 
 var reasonNames = [numReasons]string{"invalid_utf8", "bad_timestamp", "not_json", "bad_entry", "bad_labels"}
 
-// telemetry holds the instruments and their attribute sets, built once. The
-// options are kept as slices, passed with "...", so that recording
-// allocates no variadic slice.
+// telemetry holds the instruments (declared in metadata.yaml, generated into
+// internal/metadata) and their attribute sets, built once. The options are
+// kept as slices, passed with "...", so that recording allocates no
+// variadic slice.
 type telemetry struct {
-	requests  metric.Int64Counter
-	records   metric.Int64Counter
-	dropped   metric.Int64Counter
-	truncated metric.Int64Counter
-	invalid   metric.Int64Counter
-	bytes     metric.Int64Counter
+	*metadata.TelemetryBuilder
 
 	requestAttrs  [numEndpoints][numOutcomes][]metric.AddOption
 	endpointAttrs [numEndpoints][]metric.AddOption
 	reasonAttrs   [numReasons][]metric.AddOption
 }
 
-func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
-	m := mp.Meter(scopeName)
-	var errs []error
-	counter := func(name, unit, desc string) metric.Int64Counter {
-		c, err := m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit(unit))
-		if err != nil {
-			errs = append(errs, fmt.Errorf("metric %s: %w", name, err))
-		}
-		return c
-	}
-	t := &telemetry{
-		requests: counter("tracesift_loki_requests", "{request}",
-			"Requests received, by endpoint (push|lines) and outcome: ok; malformed (unreadable body, bad "+
-				"query parameter, too large, wrong method or media type: never retried); unauthorized; "+
-				"unavailable (the pipeline refused with a retryable error, 503: the client retries); dropped "+
-				"(the pipeline refused with a permanent error, 400: the records are lost); limited (over "+
-				"max_lines_per_second, 429: the client retries)."),
-		records: counter("tracesift_loki_records", "{record}",
-			"Log records accepted by the pipeline, by endpoint (push|lines)."),
-		dropped: counter("tracesift_loki_records_dropped", "{record}",
-			"Log records decoded but lost because the pipeline refused them with a permanent error, by "+
-				"endpoint (push|lines)."),
-		truncated: counter("tracesift_loki_records_truncated", "{record}",
-			"Log records with a line or attribute value longer than max_line_bytes, cut to it."),
-		invalid: counter("tracesift_loki_records_invalid", "{record}",
-			"Log records stored otherwise than sent, by reason: invalid_utf8 (bytes replaced with U+FFFD), "+
-				"bad_timestamp (stored with the receive time), not_json (NDJSON line stored raw), bad_entry "+
-				"(push entry of the wrong shape, stored as its JSON text), bad_labels (unparsable label set, "+
-				"kept in loki.labels)."),
-		bytes: counter("tracesift_loki_bytes", "By",
-			"Bytes of request bodies read in full (after HTTP Content-Encoding decompression, before "+
-				"snappy decoding), by endpoint (push|lines), whatever the outcome."),
-	}
-	if err := errors.Join(errs...); err != nil {
+func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
+	tb, err := metadata.NewTelemetryBuilder(set)
+	if err != nil {
 		return nil, err
 	}
+	t := &telemetry{TelemetryBuilder: tb}
 	for e := range numEndpoints {
 		t.endpointAttrs[e] = []metric.AddOption{
 			metric.WithAttributeSet(attribute.NewSet(attribute.String("endpoint", endpointNames[e]))),

@@ -129,9 +129,9 @@ func TestPushJSON(t *testing.T) {
 	requireSameLogs(t, pushWant, e.lastLogs(t))
 
 	assert.Equal(t, int64(2), e.requests(t, "push", "ok"))
-	assert.Equal(t, int64(10), e.counter(t, "tracesift_loki_records", attrEndpoint("push")))
-	assert.Zero(t, e.counter(t, "tracesift_loki_records_truncated"))
-	assert.Equal(t, int64(2*len(pushJSON)), e.counter(t, "tracesift_loki_bytes", attrEndpoint("push")),
+	assert.Equal(t, int64(10), e.counter(t, "otelcol_tracesift_loki_records", attrEndpoint("push")))
+	assert.Zero(t, e.counter(t, "otelcol_tracesift_loki_records_truncated"))
+	assert.Equal(t, int64(2*len(pushJSON)), e.counter(t, "otelcol_tracesift_loki_bytes", attrEndpoint("push")),
 		"bytes after HTTP decompression")
 	assert.Empty(t, e.logged.FilterLevelExact(zapWarn).All())
 }
@@ -274,7 +274,7 @@ func TestPushEntryShapes(t *testing.T) {
 	requireSameLogs(t, want, e.lastLogs(t))
 	assert.Equal(t, int64(3), e.invalid(t, "bad_timestamp"), "nope, not an entry, -5")
 	assert.Equal(t, int64(4), e.invalid(t, "bad_entry"), "object line, not an entry, no line, metadata array")
-	assert.Equal(t, int64(8), e.counter(t, "tracesift_loki_records", attrEndpoint("push")))
+	assert.Equal(t, int64(8), e.counter(t, "otelcol_tracesift_loki_records", attrEndpoint("push")))
 	assert.Len(t, e.logged.FilterMessageSnippet("timestamp is missing or unreadable").All(), 1)
 	assert.Len(t, e.logged.FilterMessageSnippet("push entry of the wrong shape").All(), 1)
 }

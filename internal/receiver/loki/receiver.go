@@ -68,7 +68,7 @@ type lokiReceiver struct {
 var _ receiver.Logs = (*lokiReceiver)(nil)
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*lokiReceiver, error) {
-	tel, err := newTelemetry(set.TelemetrySettings.MeterProvider)
+	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, fmt.Errorf("%s: creating self-metrics: %w", set.ID, err)
 	}
@@ -121,6 +121,7 @@ func (r *lokiReceiver) Start(ctx context.Context, host component.Host) error {
 // next consumer. Safe to call without Start and more than once.
 func (r *lokiReceiver) Shutdown(ctx context.Context) error {
 	r.stopOnce.Do(func() {
+		defer r.tel.Shutdown()
 		if r.server == nil {
 			return
 		}

@@ -26,7 +26,7 @@ const (
 type recFlags uint8
 
 // flagTruncated: a text value was cut to max_line_bytes. The reasons of
-// tracesift_loki_records_invalid have the bits above it (flagOf).
+// otelcol_tracesift_loki_records_invalid have the bits above it (flagOf).
 const flagTruncated recFlags = 1
 
 // flagOf is the flag of an invalid-record reason.

@@ -34,7 +34,7 @@ var warningText = [numWarnings]string{
 	warnBadQuery: "Rejected a lines request with 400: the `service` query parameter is required (at most 256 " +
 		"bytes, UTF-8), as in /api/v1/logs/lines?service=checkout&host=node-1.",
 	warnDropped: "The pipeline refused log records with a permanent error: answered 400 and the records are " +
-		"dropped (counted in tracesift_loki_records_dropped). See the error of the exporter or processor.",
+		"dropped (counted in otelcol_tracesift_loki_records_dropped). See the error of the exporter or processor.",
 	warnLimited: "Refused log records over `max_lines_per_second` with 429 and Retry-After; clients retry them " +
 		"later. Raise `max_lines_per_second` (0: no bound) or spread the load over more collectors.",
 	warnTruncated: "Cut a log line or attribute value longer than `max_line_bytes` and appended " +
@@ -57,15 +57,15 @@ var warningText = [numWarnings]string{
 func counterOf(why warning) string {
 	switch {
 	case why == warnDropped:
-		return "tracesift_loki_records_dropped"
+		return "otelcol_tracesift_loki_records_dropped"
 	case why == warnLimited:
-		return "tracesift_loki_requests{outcome=\"limited\"}"
+		return "otelcol_tracesift_loki_requests{outcome=\"limited\"}"
 	case why == warnTruncated:
-		return "tracesift_loki_records_truncated"
+		return "otelcol_tracesift_loki_records_truncated"
 	case why >= warnInvalid:
-		return "tracesift_loki_records_invalid{reason=\"" + reasonNames[why-warnInvalid] + "\"}"
+		return "otelcol_tracesift_loki_records_invalid{reason=\"" + reasonNames[why-warnInvalid] + "\"}"
 	}
-	return "tracesift_loki_requests{outcome=\"malformed\"}"
+	return "otelcol_tracesift_loki_requests{outcome=\"malformed\"}"
 }
 
 // warn logs the first occurrence of a kind of bad input, so that a broken

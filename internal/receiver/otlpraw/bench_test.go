@@ -52,7 +52,7 @@ func benchRequest(b *testing.B) []byte {
 
 func startBenchReceiver(b *testing.B) (*otlpRaw, *benchSampler) {
 	s := &benchSampler{}
-	f := NewFactory(func(context.Context, receiver.Settings, *tailsampler.Config, consumer.Traces) (TraceSampler, error) {
+	f := newFactory(func(context.Context, receiver.Settings, *tailsampler.Config, consumer.Traces) (TraceSampler, error) {
 		return s, nil
 	})
 	r, err := f.CreateTraces(context.Background(), testSettings(), testConfig(), nopTraces())

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/tracesift/tracesift/internal/receiver/otlpraw/internal/metadata"
 	"github.com/tracesift/tracesift/internal/tailsampler"
 )
 
@@ -21,9 +22,9 @@ func loadConfig(t *testing.T, name string) (*Config, error) {
 	t.Helper()
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
-	sub, err := cm.Sub(component.NewIDWithName(Type, name).String())
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
 	require.NoError(t, err)
-	cfg := NewFactory(nil).CreateDefaultConfig().(*Config)
+	cfg := newFactory(nil).CreateDefaultConfig().(*Config)
 	if err := sub.Unmarshal(cfg); err != nil {
 		return nil, err
 	}
@@ -31,7 +32,7 @@ func loadConfig(t *testing.T, name string) (*Config, error) {
 }
 
 func TestFactory(t *testing.T) {
-	f := NewFactory(nil)
+	f := newFactory(nil)
 	assert.Equal(t, "tracesift_otlp", f.Type().String())
 	assert.Equal(t, component.StabilityLevelDevelopment, f.TracesStability())
 	assert.Equal(t, component.StabilityLevelDevelopment, f.LogsStability())

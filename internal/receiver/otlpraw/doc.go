@@ -23,3 +23,5 @@
 // sampler that is not running and everything it buffered is flushed to the
 // pipeline's next consumer on shutdown.
 package otlpraw
+
+//go:generate mdatagen metadata.yaml

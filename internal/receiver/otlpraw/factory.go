@@ -8,14 +8,12 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/tracesift/tracesift/internal/receiver/otlpraw/internal/metadata"
 	"github.com/tracesift/tracesift/internal/tailsampler"
 )
-
-// Type is the component type of the receiver, as written in the collector
-// configuration.
-var Type = component.MustNewType("tracesift_otlp")
 
 // TraceSampler takes raw OTLP ExportTraceServiceRequest bytes.
 type TraceSampler interface {
@@ -33,12 +31,22 @@ type TraceSampler interface {
 type SamplerFactory func(ctx context.Context, set receiver.Settings, cfg *tailsampler.Config, next consumer.Traces) (TraceSampler, error)
 
 // NewFactory returns the factory of the tracesift_otlp receiver, whose
-// traces pipelines sample with samplers made by newSampler.
-func NewFactory(newSampler SamplerFactory) receiver.Factory {
+// traces pipelines sample with the tail sampler (tailsampler.NewRaw), which
+// takes the request bytes as they came off the wire.
+func NewFactory() receiver.Factory { return newFactory(newTailSampler) }
+
+// newFactory is NewFactory with the samplers made by newSampler (the tests'
+// fakes); a nil one makes creating a traces receiver fail.
+func newFactory(newSampler SamplerFactory) receiver.Factory {
 	f := &factory{newSampler: newSampler, receivers: map[receiverKey]*otlpRaw{}}
-	return receiver.NewFactory(Type, createDefaultConfig,
-		receiver.WithTraces(f.createTraces, component.StabilityLevelDevelopment),
-		receiver.WithLogs(f.createLogs, component.StabilityLevelDevelopment))
+	return receiver.NewFactory(metadata.Type, createDefaultConfig,
+		receiver.WithTraces(f.createTraces, metadata.TracesStability),
+		receiver.WithLogs(f.createLogs, metadata.LogsStability))
+}
+
+// newTailSampler is NewFactory's SamplerFactory.
+func newTailSampler(_ context.Context, set receiver.Settings, cfg *tailsampler.Config, next consumer.Traces) (TraceSampler, error) {
+	return tailsampler.NewRaw(processor.Settings{ID: set.ID, TelemetrySettings: set.TelemetrySettings, BuildInfo: set.BuildInfo}, cfg, next)
 }
 
 // receiverKey identifies one receiver: the Collector asks the factory for
@@ -64,7 +72,7 @@ type factory struct {
 func (f *factory) loadOrStore(set receiver.Settings, cfg component.Config) (r *otlpRaw, created bool, err error) {
 	c, ok := cfg.(*Config)
 	if !ok {
-		return nil, false, fmt.Errorf("%s: unexpected config type %T", Type, cfg)
+		return nil, false, fmt.Errorf("%s: unexpected config type %T", metadata.Type, cfg)
 	}
 	key := receiverKey{id: set.ID, cfg: c}
 	if r := f.receivers[key]; r != nil {

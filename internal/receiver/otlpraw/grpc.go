@@ -155,7 +155,7 @@ func unaryRaw(srv any, ctx context.Context, dec func(any) error, interceptor grp
 }
 
 func (r *otlpRaw) exportTracesGRPC(ctx context.Context, req *rawMessage) (any, error) {
-	r.tel.bytes.Add(ctx, int64(len(req.b)), r.tel.bytesAttrs[signalTraces]...)
+	r.tel.TracesiftReceiverBytes.Add(ctx, int64(len(req.b)), r.tel.bytesAttrs[signalTraces]...)
 	st := r.consumeTraces(ctx, req.b, transportGRPC, nil)
 	if st != nil {
 		return nil, st.Err()
@@ -164,7 +164,7 @@ func (r *otlpRaw) exportTracesGRPC(ctx context.Context, req *rawMessage) (any, e
 }
 
 func (r *otlpRaw) exportLogsGRPC(ctx context.Context, req *rawMessage) (any, error) {
-	r.tel.bytes.Add(ctx, int64(len(req.b)), r.tel.bytesAttrs[signalLogs]...)
+	r.tel.TracesiftReceiverBytes.Add(ctx, int64(len(req.b)), r.tel.bytesAttrs[signalLogs]...)
 	lr := plogotlp.NewExportRequest()
 	var st *status.Status
 	if err := lr.UnmarshalProto(req.b); err != nil {

@@ -49,9 +49,9 @@ func TestGRPCTraces(t *testing.T) {
 	// The protobuf path hands the sampler the very bytes the client sent.
 	assert.Equal(t, mustProto(t, plain), got[0])
 
-	assert.Equal(t, int64(2), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(2), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "grpc"), attribute.String("outcome", "ok")))
-	assert.Equal(t, int64(len(got[0])+len(got[1])), counterValue(t, e, "tracesift_receiver_bytes",
+	assert.Equal(t, int64(len(got[0])+len(got[1])), counterValue(t, e, "otelcol_tracesift_receiver_bytes",
 		attribute.String("signal", "traces")))
 }
 
@@ -140,9 +140,9 @@ func TestGRPCMalformed(t *testing.T) {
 
 	assert.Empty(t, e.sampler.requests())
 	assert.Equal(t, 0, e.logs.LogRecordCount())
-	assert.Equal(t, int64(2), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(2), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "grpc"), attribute.String("outcome", "malformed")))
-	assert.Equal(t, int64(1), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(1), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "logs"), attribute.String("transport", "grpc"), attribute.String("outcome", "malformed")))
 	warns := e.logged.FilterMessageSnippet("malformed").All()
 	require.Len(t, warns, 1, "a malformed request is explained once")
@@ -195,9 +195,9 @@ func TestGRPCSamplerErrors(t *testing.T) {
 	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 	assert.Contains(t, status.Convert(err).Message(), "shut down")
 
-	assert.Equal(t, int64(1), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(1), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "grpc"), attribute.String("outcome", "refused")))
-	assert.Equal(t, int64(1), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(1), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "grpc"), attribute.String("outcome", "error")))
 }
 
@@ -206,7 +206,7 @@ func TestGRPCSamplerErrors(t *testing.T) {
 func TestGRPCSignalNotConfigured(t *testing.T) {
 	s := &fakeSampler{}
 	cfg := testConfig()
-	r, err := NewFactory(samplerFactoryOf(s)).CreateTraces(context.Background(), testSettings(), cfg, nopTraces())
+	r, err := newFactory(samplerFactoryOf(s)).CreateTraces(context.Background(), testSettings(), cfg, nopTraces())
 	require.NoError(t, err)
 	require.NoError(t, r.Start(context.Background(), nopHost()))
 	defer func() { require.NoError(t, r.Shutdown(context.Background())) }()

@@ -30,6 +30,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
+	"github.com/tracesift/tracesift/internal/receiver/otlpraw/internal/metadata"
 	"github.com/tracesift/tracesift/internal/tailsampler"
 )
 
@@ -184,11 +185,11 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 	e := &testEnv{sampler: s, logs: new(consumertest.LogsSink), tel: componenttest.NewTelemetry()}
 	core, logged := observer.New(zapcore.InfoLevel)
 	e.logged = logged
-	set := receivertest.NewNopSettings(Type)
+	set := receivertest.NewNopSettings(metadata.Type)
 	set.TelemetrySettings = e.tel.NewTelemetrySettings()
 	set.Logger = zap.New(core)
 
-	f := NewFactory(samplerFactoryOf(s))
+	f := newFactory(samplerFactoryOf(s))
 	tr, err := f.CreateTraces(context.Background(), set, cfg, consumertest.NewNop())
 	require.NoError(t, err)
 	lr, err := f.CreateLogs(context.Background(), set, cfg, e.logs)
@@ -334,7 +335,7 @@ func requireSameLogs(t testing.TB, want, got plog.Logs) {
 	require.JSONEq(t, string(wj), string(gj))
 }
 
-func testSettings() receiver.Settings { return receivertest.NewNopSettings(Type) }
+func testSettings() receiver.Settings { return receivertest.NewNopSettings(metadata.Type) }
 
 func nopTraces() consumer.Traces { return consumertest.NewNop() }
 

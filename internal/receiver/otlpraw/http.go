@@ -177,7 +177,7 @@ func (r *otlpRaw) readBody(w http.ResponseWriter, req *http.Request, sig signal,
 	buf, limit, err := r.bodies.Read(req)
 	switch {
 	case buf != nil:
-		r.tel.bytes.Add(req.Context(), int64(buf.Len()), r.tel.bytesAttrs[sig]...)
+		r.tel.TracesiftReceiverBytes.Add(req.Context(), int64(buf.Len()), r.tel.bytesAttrs[sig]...)
 		return buf, true
 	case limit > 0:
 		r.tooLarge(w, req, sig, enc, limit)
@@ -213,7 +213,7 @@ func (r *otlpRaw) tooLarge(w http.ResponseWriter, req *http.Request, sig signal,
 // reject counts a request refused as the client's fault and explains the
 // first of its kind.
 func (r *otlpRaw) reject(ctx context.Context, why rejection, sig signal, msg string, req *http.Request) {
-	r.tel.requests.Add(ctx, 1, r.tel.requestAttrs[sig][transportHTTP][outcomeMalformed]...)
+	r.tel.TracesiftReceiverRequests.Add(ctx, 1, r.tel.requestAttrs[sig][transportHTTP][outcomeMalformed]...)
 	r.explain(ctx, why, sig, transportHTTP, msg, req)
 }
 

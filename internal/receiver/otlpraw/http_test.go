@@ -79,7 +79,7 @@ func TestHTTPTraces(t *testing.T) {
 	requireSameTraces(t, js, got[1])
 	requireSameTraces(t, gz, got[2])
 
-	assert.Equal(t, int64(3), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(3), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "http"), attribute.String("outcome", "ok")))
 }
 
@@ -154,7 +154,7 @@ func TestHTTPMalformed(t *testing.T) {
 	}
 	assert.Empty(t, e.sampler.requests())
 	assert.Equal(t, 0, e.logs.LogRecordCount())
-	assert.Equal(t, int64(5), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(5), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "http"), attribute.String("outcome", "malformed")))
 	assert.Len(t, e.logged.FilterMessageSnippet("Rejected a malformed OTLP request").All(), 1)
 }
@@ -195,7 +195,7 @@ func TestHTTPTooLarge(t *testing.T) {
 		require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", body)
 	})
 	assert.Empty(t, e.sampler.requests())
-	assert.Equal(t, int64(3), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(3), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "http"), attribute.String("outcome", "malformed")))
 	assert.Len(t, e.logged.FilterMessageSnippet("oversized").All(), 1)
 }
@@ -224,9 +224,9 @@ func TestHTTPSamplerErrors(t *testing.T) {
 	assert.Empty(t, resp.Header.Get("Retry-After"))
 	assert.Equal(t, int32(codes.Unavailable), decodeStatus(t, resp, rb).GetCode())
 
-	assert.Equal(t, int64(2), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(2), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "http"), attribute.String("outcome", "refused")))
-	assert.Equal(t, int64(1), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(1), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "http"), attribute.String("outcome", "error")))
 }
 
@@ -243,7 +243,7 @@ func TestHTTPLogsConsumerErrors(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s := &fakeSampler{}
 			cfg := testConfig()
-			f := NewFactory(samplerFactoryOf(s))
+			f := newFactory(samplerFactoryOf(s))
 			r, err := f.CreateLogs(context.Background(), testSettings(), cfg, consumertest.NewErr(tt.err))
 			require.NoError(t, err)
 			require.NoError(t, r.Start(context.Background(), nopHost()))
@@ -294,7 +294,7 @@ func TestHTTPUnsupported(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 
 	assert.Empty(t, e.sampler.requests())
-	assert.Equal(t, int64(6), counterValue(t, e, "tracesift_receiver_requests",
+	assert.Equal(t, int64(6), counterValue(t, e, "otelcol_tracesift_receiver_requests",
 		attribute.String("signal", "traces"), attribute.String("transport", "http"), attribute.String("outcome", "malformed")))
 	assert.Len(t, e.logged.FilterMessageSnippet("unsupported method").All(), 1)
 }

@@ -42,7 +42,7 @@ func TestStartShutdownOrder(t *testing.T) {
 		assert.Nil(t, r.serverHTTP, "HTTP server created before the sampler started")
 	}
 	cfg := testConfig()
-	f := NewFactory(samplerFactoryOf(s))
+	f := newFactory(samplerFactoryOf(s))
 	tr, err := f.CreateTraces(context.Background(), testSettings(), cfg, nopTraces())
 	require.NoError(t, err)
 	r = tr.(*otlpRaw)
@@ -107,7 +107,7 @@ func TestStartShutdownOrder(t *testing.T) {
 // builds a new one.
 func TestSharedReceiver(t *testing.T) {
 	s := &fakeSampler{}
-	f := NewFactory(samplerFactoryOf(s))
+	f := newFactory(samplerFactoryOf(s))
 	cfg := testConfig()
 	set := testSettings()
 	tr, err := f.CreateTraces(context.Background(), set, cfg, nopTraces())
@@ -145,16 +145,16 @@ func TestSharedReceiver(t *testing.T) {
 func TestCreateErrors(t *testing.T) {
 	set := testSettings()
 
-	_, err := NewFactory(nil).CreateTraces(context.Background(), set, testConfig(), nopTraces())
+	_, err := newFactory(nil).CreateTraces(context.Background(), set, testConfig(), nopTraces())
 	assert.ErrorContains(t, err, "without a sampler factory")
 
 	failing := func(context.Context, receiver.Settings, *tailsampler.Config, consumer.Traces) (TraceSampler, error) {
 		return nil, errors.New("no memory for you")
 	}
-	_, err = NewFactory(failing).CreateTraces(context.Background(), set, testConfig(), nopTraces())
+	_, err = newFactory(failing).CreateTraces(context.Background(), set, testConfig(), nopTraces())
 	assert.ErrorContains(t, err, "creating the sampler: no memory for you")
 
-	_, err = NewFactory(samplerFactoryOf(&fakeSampler{})).CreateTraces(context.Background(), set,
+	_, err = newFactory(samplerFactoryOf(&fakeSampler{})).CreateTraces(context.Background(), set,
 		&tailsampler.Config{}, nopTraces())
 	assert.ErrorContains(t, err, "unexpected config type")
 }
@@ -169,7 +169,7 @@ func TestStartFailure(t *testing.T) {
 	s := &fakeSampler{}
 	cfg := testConfig()
 	cfg.Protocols.HTTP.Get().ServerConfig.NetAddr.Endpoint = busy.Addr().String()
-	r, err := NewFactory(samplerFactoryOf(s)).CreateTraces(context.Background(), testSettings(), cfg, nopTraces())
+	r, err := newFactory(samplerFactoryOf(s)).CreateTraces(context.Background(), testSettings(), cfg, nopTraces())
 	require.NoError(t, err)
 	err = r.Start(context.Background(), nopHost())
 	require.ErrorContains(t, err, "starting the HTTP server")
@@ -188,7 +188,7 @@ func TestStartFailure(t *testing.T) {
 // even when the receiver never started.
 func TestShutdownWithoutStart(t *testing.T) {
 	s := &fakeSampler{}
-	r, err := NewFactory(samplerFactoryOf(s)).CreateTraces(context.Background(), testSettings(), testConfig(), nopTraces())
+	r, err := newFactory(samplerFactoryOf(s)).CreateTraces(context.Background(), testSettings(), testConfig(), nopTraces())
 	require.NoError(t, err)
 	require.NoError(t, r.Shutdown(context.Background()))
 	_, stopped, _ := s.state()

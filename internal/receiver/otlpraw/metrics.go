@@ -1,15 +1,12 @@
 package otlpraw
 
 import (
-	"errors"
-	"fmt"
-
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
-)
 
-// scopeName is the instrumentation scope of the receiver's self-metrics.
-const scopeName = "github.com/tracesift/tracesift/internal/receiver/otlpraw"
+	"github.com/tracesift/tracesift/internal/receiver/otlpraw/internal/metadata"
+)
 
 type signal int
 
@@ -31,7 +28,7 @@ const (
 
 var transportNames = [numTransports]string{"grpc", "http"}
 
-// outcome is the `outcome` attribute of tracesift_receiver_requests.
+// outcome is the `outcome` attribute of otelcol_tracesift_receiver_requests.
 type outcome int
 
 const (
@@ -51,39 +48,23 @@ const (
 
 var outcomeNames = [numOutcomes]string{"ok", "malformed", "refused", "error"}
 
-// telemetry holds the instruments and their attribute sets, built once:
-// every request records on them. The options are kept as slices, passed
-// with "...", so that recording allocates no variadic slice.
+// telemetry holds the instruments (declared in metadata.yaml, generated into
+// internal/metadata) and their attribute sets, built once: every request
+// records on them. The options are kept as slices, passed with "...", so
+// that recording allocates no variadic slice.
 type telemetry struct {
-	requests metric.Int64Counter
-	bytes    metric.Int64Counter
+	*metadata.TelemetryBuilder
 
 	requestAttrs [numSignals][numTransports][numOutcomes][]metric.AddOption
 	bytesAttrs   [numSignals][]metric.AddOption
 }
 
-func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
-	m := mp.Meter(scopeName)
-	var errs []error
-	requests, err := m.Int64Counter("tracesift_receiver_requests",
-		metric.WithDescription("OTLP export requests received, by signal (traces|logs), transport (grpc|http) and "+
-			"outcome: ok; malformed (not valid OTLP, too large, wrong method or media type: never retried); "+
-			"refused (ResourceExhausted / 429: the client retries later); error (any other failure, e.g. 503)."),
-		metric.WithUnit("{request}"))
+func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
+	tb, err := metadata.NewTelemetryBuilder(set)
 	if err != nil {
-		errs = append(errs, fmt.Errorf("metric tracesift_receiver_requests: %w", err))
-	}
-	bytes, err := m.Int64Counter("tracesift_receiver_bytes",
-		metric.WithDescription("Bytes of OTLP request bodies received in full (after decompression), by signal "+
-			"(traces|logs), whatever the outcome."),
-		metric.WithUnit("By"))
-	if err != nil {
-		errs = append(errs, fmt.Errorf("metric tracesift_receiver_bytes: %w", err))
-	}
-	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	t := &telemetry{requests: requests, bytes: bytes}
+	t := &telemetry{TelemetryBuilder: tb}
 	for s := range numSignals {
 		t.bytesAttrs[s] = []metric.AddOption{
 			metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", signalNames[s]))),

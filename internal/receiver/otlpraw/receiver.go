@@ -67,7 +67,7 @@ type otlpRaw struct {
 	bodies httpbody.Pool
 
 	// warned keeps each kind of rejection to one explanatory log line per
-	// receiver; tracesift_receiver_requests counts them all.
+	// receiver; otelcol_tracesift_receiver_requests counts them all.
 	warned [numRejections]atomic.Bool
 }
 
@@ -78,7 +78,7 @@ var (
 )
 
 func newOTLPRaw(cfg *Config, set receiver.Settings) (*otlpRaw, error) {
-	tel, err := newTelemetry(set.TelemetrySettings.MeterProvider)
+	tel, err := newTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, fmt.Errorf("%s: creating self-metrics: %w", set.ID, err)
 	}
@@ -219,6 +219,7 @@ func (r *otlpRaw) Shutdown(ctx context.Context) error {
 				errs = append(errs, fmt.Errorf("%s: shutting down the sampler: %w", r.set.ID, err))
 			}
 		}
+		r.tel.Shutdown()
 		if r.remove != nil {
 			r.remove()
 		}
@@ -276,7 +277,7 @@ func (r *otlpRaw) consumeTraces(ctx context.Context, req []byte, tr transport, h
 // hr is the HTTP request, nil for gRPC.
 func (r *otlpRaw) record(ctx context.Context, sig signal, tr transport, st *status.Status, hr *http.Request) {
 	o := outcomeOf(st)
-	r.tel.requests.Add(ctx, 1, r.tel.requestAttrs[sig][tr][o]...)
+	r.tel.TracesiftReceiverRequests.Add(ctx, 1, r.tel.requestAttrs[sig][tr][o]...)
 	if o == outcomeMalformed {
 		r.explain(ctx, rejectMalformed, sig, tr, st.Message(), hr)
 	}
@@ -302,8 +303,8 @@ var rejectionText = [numRejections]string{
 }
 
 // explain logs the first rejection of each kind; the rest are counted in
-// tracesift_receiver_requests{outcome="malformed"} only, so a broken client
-// cannot flood the log.
+// otelcol_tracesift_receiver_requests{outcome="malformed"} only, so a
+// broken client cannot flood the log.
 func (r *otlpRaw) explain(ctx context.Context, why rejection, sig signal, tr transport, msg string, hr *http.Request) {
 	if !r.warned[why].CompareAndSwap(false, true) {
 		return
@@ -319,5 +320,5 @@ func (r *otlpRaw) explain(ctx context.Context, why rejection, sig signal, tr tra
 		fields = append(fields, zap.String("remote_addr", p.Addr.String()))
 	}
 	r.logger.Warn(rejectionText[why]+" Further ones are only counted in "+
-		"tracesift_receiver_requests{outcome=\"malformed\"} (this message is logged once).", fields...)
+		"otelcol_tracesift_receiver_requests{outcome=\"malformed\"} (this message is logged once).", fields...)
 }

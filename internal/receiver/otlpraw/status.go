@@ -48,7 +48,7 @@ func logsStatus(err error) *status.Status {
 	return status.New(codes.Unavailable, err.Error())
 }
 
-// outcomeOf classifies a final status for tracesift_receiver_requests.
+// outcomeOf classifies a final status for otelcol_tracesift_receiver_requests.
 func outcomeOf(st *status.Status) outcome {
 	switch st.Code() { // a nil *Status has code OK
 	case codes.OK:
