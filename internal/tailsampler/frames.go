@@ -20,13 +20,11 @@ import (
 // included, each resource after its spans) and compressed as S2 blocks
 // against a dictionary trained on recent traffic: one block for the spans
 // and, when they share one resource, one for the resource, compressed once
-// per request and repeated by each of its chunks (the resource is a third of
-// the bytes in the benchmark's load). Once a dictionary is trained,
-// s2dict writes the blocks (S2's own encoder cleared a 64 KiB hash
-// table for each); before, plain S2 does. A chunk on its own is
-// ~1.4 KB for this trace shape; the dictionary gives S2 the context a small
-// block lacks, so chunks shrink ~3× where plain S2 manages 1.4×
-// (docs/benchmarks.md). A trace's frames (blocks, each prefixed with its
+// per request and repeated by each of its chunks (a resource is often a
+// large part of a request's bytes). Once a dictionary is trained, s2dict
+// writes the blocks (S2's own encoder clears a 64 KiB hash table for each);
+// until then, plain S2 does. The dictionary gives S2 the context a small
+// block lacks (docs/benchmarks.md has the ratios). A trace's frames (blocks, each prefixed with its
 // length) are concatenated in one pointer-free []byte: the garbage collector
 // never scans it, and since concatenated requests are a valid request, a
 // kept trace is decoded by decompressing its frames one after the other.

@@ -144,10 +144,8 @@ func (e *Encoder) encodeBlock(dst, src []byte, tab *Table) int {
 		}
 		if length == 0 {
 			// Skip faster through data that does not compress (random ids
-			// and times): a byte further for every 8 without a match. At
-			// 150 000 spans/s in make bench-compare, skipping for every 4
-			// saved no measurable CPU and stored 5 % more; for every 32,
-			// 6 % less and cost ~7 % of the sampler's CPU.
+			// and times): a byte further for every 8 without a match, the
+			// step that balanced CPU against size (docs/benchmarks.md).
 			s += 1 + (s-nextEmit)>>3
 			continue
 		}
