@@ -69,7 +69,7 @@ func benchRequest(tb testing.TB) []byte {
 
 func BenchmarkScan(b *testing.B) {
 	req := benchRequest(b)
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
 	if err := Scan(req, &r); err != nil { // grow r's slices, as a pooled Request has
 		b.Fatal(err)
 	}
@@ -100,7 +100,7 @@ func BenchmarkPdataUnmarshal(b *testing.B) {
 // sampler keeps.
 func BenchmarkEncoderKept(b *testing.B) {
 	req := benchRequest(b)
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
 	if err := Scan(req, &r); err != nil {
 		b.Fatal(err)
 	}

@@ -46,6 +46,23 @@ func refServiceName(res pcommon.Resource) string {
 // testHostKeys name a host as the store does.
 var testHostKeys = []string{"host.name", "host.id", "k8s.pod.name"}
 
+// testResourceKeys are read into Resource.Values: one of them a host key
+// too, one service.name, one that the test data never sets.
+var testResourceKeys = []string{"service.instance.id", "host.name", "service.name", "service.version", "never.set"}
+
+// refValues are Resource.Values as pdata sees them: nil when the attribute is
+// absent or an array or a map.
+func refValues(res pcommon.Resource) [][]byte {
+	out := make([][]byte, len(testResourceKeys))
+	for k, key := range testResourceKeys {
+		v, ok := res.Attributes().Get(key)
+		if ok && v.Type() != pcommon.ValueTypeMap && v.Type() != pcommon.ValueTypeSlice {
+			out[k] = []byte(v.AsString())
+		}
+	}
+	return out
+}
+
 // refHostName is how the store names a resource's host, except for arrays
 // and maps, which Scan does not use (see Resource.HostName).
 func refHostName(res pcommon.Resource) string {
@@ -84,6 +101,13 @@ func checkAgainstPdata(t testing.TB, td ptrace.Traces, r *Request) {
 		assert.Equal(t, rs.SchemaUrl(), string(res.SchemaURL), "resource %d schema url", i)
 		assert.Equal(t, refServiceName(rs.Resource()), string(res.ServiceName), "resource %d service name", i)
 		assert.Equal(t, refHostName(rs.Resource()), string(res.HostName), "resource %d host name", i)
+		if len(r.ResourceKeys) > 0 {
+			require.Len(t, res.Values, len(r.ResourceKeys), "resource %d values", i)
+			for k, want := range refValues(rs.Resource()) {
+				assert.Equal(t, want == nil, res.Values[k] == nil, "resource %d: %s set", i, testResourceKeys[k])
+				assert.Equal(t, string(want), string(res.Values[k]), "resource %d: %s", i, testResourceKeys[k])
+			}
+		}
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
 			ss := sss.At(j)

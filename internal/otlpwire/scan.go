@@ -56,6 +56,10 @@ type Resource struct {
 	// rendered like ServiceName (an array or map value does not count);
 	// empty when none is set.
 	HostName []byte
+	// Values are the resource's values of Request.ResourceKeys, in that
+	// order: the first attribute of each key, rendered like ServiceName;
+	// nil when the resource does not set it (or sets an array or a map).
+	Values [][]byte
 	// SchemaURL is the ResourceSpans' schema_url.
 	SchemaURL []byte
 }
@@ -86,6 +90,12 @@ type Request struct {
 	// Mark, set by the caller before Scan, says which spans are Marked;
 	// nil marks none.
 	Mark *MarkRule
+	// ResourceKeys are resource attributes the caller wants the values of
+	// (Resource.Values), at most maxResourceKeys, set before Scan.
+	ResourceKeys []string
+
+	// values backs the Values of every resource.
+	values [][]byte
 
 	// scratch holds the rare values that cannot alias the request: merged
 	// repeated messages, non-string service names. Slices of it stay valid
@@ -99,7 +109,8 @@ func (r *Request) Reset() {
 	clear(r.Resources)
 	clear(r.Scopes)
 	clear(r.Spans)
-	r.Resources, r.Scopes, r.Spans, r.scratch = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0]
+	clear(r.values)
+	r.Resources, r.Scopes, r.Spans, r.scratch, r.values = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0], r.values[:0]
 }
 
 // Scan parses req, the bytes of an OTLP ExportTraceServiceRequest, into r,
@@ -113,7 +124,7 @@ func Scan(req []byte, r *Request) error {
 	if r.Mark != nil {
 		r.Mark.prepare()
 	}
-	r.Resources, r.Scopes, r.Spans, r.scratch = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0]
+	r.Resources, r.Scopes, r.Spans, r.scratch, r.values = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0], r.values[:0]
 	if err := r.scanRequest(req); err != nil {
 		return err
 	}
@@ -167,6 +178,11 @@ func hasField(b []byte, num int32) bool {
 func (r *Request) scanResourceSpans(b []byte, base int) *Error {
 	ri := len(r.Resources)
 	r.Resources = append(r.Resources, Resource{})
+	if n := min(len(r.ResourceKeys), maxResourceKeys); n > 0 {
+		start := len(r.values)
+		r.values = append(r.values, make([][]byte, n)...)
+		r.Resources[ri].Values = r.values[start : start+n : start+n]
+	}
 	// pdata's migration uses the deprecated scope spans only when there are
 	// no current ones, wherever they sit in the message, hence a first look.
 	hasScopeSpans := hasField(b, fieldScopeSpans)
@@ -237,6 +253,7 @@ func (r *Request) concat(a, b []byte) []byte {
 // (whose resource field may repeat).
 type resourceState struct {
 	foundService bool
+	valueSeen    uint32                // bit k: ResourceKeys[k] seen
 	hostRank     int                   // rank (hostKeyRank) of the attribute HostName came from; 0: none yet
 	hostSeen     [maxHostKeys + 1]bool // by rank: only the first attribute of a key counts, as with pdata's Map.Get
 }
@@ -253,6 +270,19 @@ func (r *Request) hostKeyRank(key []byte) int {
 		}
 	}
 	return 0
+}
+
+// maxResourceKeys bounds Request.ResourceKeys.
+const maxResourceKeys = 16
+
+// resourceKeyIndex is key's index in r.ResourceKeys, -1 when it is not one.
+func (r *Request) resourceKeyIndex(key []byte) int {
+	for k, want := range r.ResourceKeys[:min(len(r.ResourceKeys), maxResourceKeys)] {
+		if string(key) == want {
+			return k
+		}
+	}
+	return -1
 }
 
 func (r *Request) scanResource(b []byte, base, ri int, st *resourceState) *Error {
@@ -283,6 +313,10 @@ func (r *Request) scanResource(b []byte, base, ri int, st *resourceState) *Error
 					st.hostRank = rank
 					r.Resources[ri].HostName = v
 				}
+			}
+			if k := r.resourceKeyIndex(kv.key); k >= 0 && st.valueSeen&(1<<k) == 0 {
+				st.valueSeen |= 1 << k
+				r.Resources[ri].Values[k] = r.asString(&kv.val)
 			}
 			nAttr++
 		case 3:
