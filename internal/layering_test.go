@@ -44,9 +44,10 @@ var allowedImports = map[string][]string{
 	// findings and clock offsets and how they travel with the kept spans
 	// (store.AppendAnalysis) to the exporter.
 	"internal/tailsampler": {"internal/otlpwire", "internal/tailsampler/s2dict", "internal/model", "internal/analyze",
-		"internal/clockskew", "internal/store"},
+		"internal/clockskew", "internal/red", "internal/store"},
 	"internal/tailsampler/s2dict": {},
 	"internal/analyze":            {"internal/model"},
+	"internal/red":                {"internal/model"},
 	"internal/clockskew":          {"internal/model", "internal/analyze"},
 
 	// The store and what writes to it or serves from it.
@@ -55,7 +56,7 @@ var allowedImports = map[string][]string{
 	"internal/store/server":             {"internal/store"},
 	"internal/extension/storeextension": {"internal/store", "internal/store/embedded", "internal/store/server"},
 	"internal/exporter/storeexporter":   {"internal/store", "internal/extension/storeextension"},
-	"internal/query":                    {"internal/model", "internal/clockskew", "internal/store"},
+	"internal/query":                    {"internal/model", "internal/red", "internal/clockskew", "internal/store"},
 	"internal/extension/queryextension": {"internal/query", "internal/extension/storeextension"},
 }
 

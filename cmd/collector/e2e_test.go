@@ -96,7 +96,7 @@ receivers:
     protocols:
       grpc: {endpoint: %s, max_recv_msg_size_mib: 1}
       http: {endpoint: %s, max_request_body_size: 1048576}
-    sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store}}
+    sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store}, red: {interval: 1s}}
   file_log:
     include: [%q]
     start_at: beginning
@@ -165,6 +165,19 @@ func getTrace(t *testing.T, ep endpoints, id string) (int, *query.Trace) {
 	var tr query.Trace
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tr))
 	return resp.StatusCode, &tr
+}
+
+// getJSON GETs path from the query API and decodes the body into v when
+// the answer is 200.
+func getJSON(t *testing.T, ep endpoints, path string, v any) int {
+	t.Helper()
+	resp, err := http.Get("http://" + ep.query + path)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK {
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+	}
+	return resp.StatusCode
 }
 
 // metric returns the sum of the Prometheus samples named name whose labels
@@ -243,6 +256,32 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("healthy trace not kept", func(t *testing.T) {
 		code, _ := getTrace(t, ep, healthyID)
 		assert.Equal(t, http.StatusNotFound, code)
+	})
+
+	t.Run("RED counts the dropped traffic too", func(t *testing.T) {
+		// The healthy trace was dropped, the error trace kept: both root
+		// spans are requests, the error one an error.
+		type group struct {
+			Service, Operation, Key, Value string
+			Requests, Errors               uint64
+			ErrorRate                      float64
+			P99Ms                          float64
+		}
+		read := func(service string) []group {
+			var body struct{ Groups []group }
+			code := getJSON(t, ep, "/api/v1/red?groupBy=operation&service="+service, &body)
+			require.Equal(t, http.StatusOK, code)
+			return body.Groups
+		}
+		eventually(t, "RED of both services", func() bool { return len(read("backend")) > 0 && len(read("frontend")) > 0 })
+		assert.Equal(t, []group{{Service: "backend", Key: "operation", Value: "GET /health", Requests: 1,
+			P99Ms: read("backend")[0].P99Ms}}, read("backend"))
+		front := read("frontend")
+		require.Len(t, front, 1, "the client span is not a request")
+		assert.Equal(t, "GET /checkout", front[0].Value)
+		assert.Equal(t, uint64(1), front[0].Requests)
+		assert.Equal(t, uint64(1), front[0].Errors)
+		assert.Equal(t, 1.0, front[0].ErrorRate)
 	})
 
 	t.Run("span after the decision joins the kept trace", func(t *testing.T) {

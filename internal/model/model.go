@@ -202,3 +202,41 @@ type FindingSummary struct {
 	ExampleTraceIDs  []string
 	LastSeenUnixNano uint64
 }
+
+// RED is the requests, errors and durations of one series over one
+// interval, counted on every entry span received, before sampling: a
+// service's operation on one instance with one set of dimension values.
+type RED struct {
+	TimeUnixNano uint64 // the interval's start
+	Service      string
+	Operation    string
+	Instance     string
+	Dimensions   map[string]string
+	Requests     uint64
+	Errors       uint64 // status ERROR or timed out
+	// Latency counts the durations by the buckets of red.Sketch.
+	Latency map[int32]uint64
+}
+
+// REDGroup is the RED of a service's series that share one value of a key
+// (an instance, an operation, a dimension's value), over a window.
+type REDGroup struct {
+	Service   string
+	Operation string // empty: every operation of the service
+	GroupBy   string // "instance", "operation" or a dimension's key
+	Value     string
+	Requests  uint64
+	Errors    uint64
+	Latency   map[int32]uint64 // as RED.Latency
+	// Points split the window by a step, oldest first; none when no step
+	// was asked for.
+	Points []REDPoint
+}
+
+// REDPoint is the RED of a group over one step of the window.
+type REDPoint struct {
+	TimeUnixNano uint64
+	Requests     uint64
+	Errors       uint64
+	Latency      map[int32]uint64
+}

@@ -25,6 +25,7 @@ type TraceReader interface {
 	SearchTraces(ctx context.Context, f store.TracesFilter) ([]model.TraceSummary, error)
 	Services(ctx context.Context, start, end int64) ([]string, error)
 	Operations(ctx context.Context, service string, start, end int64) ([]string, error)
+	RED(ctx context.Context, f store.REDFilter) ([]model.REDGroup, error)
 }
 
 // NewHandler returns the API's routes over r.
@@ -37,6 +38,7 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	mux.HandleFunc("GET /api/v1/services/{service}/operations", a.listOperations)
 	mux.HandleFunc("GET /api/v1/findings", a.getFindings)
 	mux.HandleFunc("GET /api/v1/logs", a.getLogs)
+	mux.HandleFunc("GET /api/v1/red", a.getRED)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

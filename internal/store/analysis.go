@@ -10,14 +10,15 @@ import (
 	"github.com/tracesift/tracesift/internal/model"
 )
 
-// The findings and clock offsets of kept traces travel with their spans:
-// the sampler appends them to the traces it hands on, in a resource of their
-// own marked with AnalysisResource, and WriteTraces writes them to their
-// tables instead of the spans table. So they pass through the exporter's
-// queue, batching, retries and backpressure as the kept spans do, and
-// whatever carries the traces (a pipeline, later a Kafka topic) carries them.
-// Each row is a span of that resource: "finding" or "clock_offset", with the
-// trace's id and start, its fields as attributes.
+// The findings and clock offsets of kept traces travel with their spans, and
+// the RED of all traffic with them: the sampler appends them to the traces
+// it hands on, in a resource of their own marked with AnalysisResource, and
+// WriteTraces writes them to their tables instead of the spans table. So
+// they pass through the exporter's queue, batching, retries and backpressure
+// as the kept spans do, and whatever carries the traces (a pipeline, later a
+// Kafka topic) carries them. Each row is a span of that resource: "finding"
+// or "clock_offset", with the trace's id and start, or "red", with the
+// interval's start; its fields as attributes.
 
 // AnalysisResource is the resource attribute (true) that marks the resource
 // carrying findings and clock offsets.
@@ -27,6 +28,7 @@ const (
 	analysisScope   = "tracesift.analysis"
 	analysisFinding = "finding"
 	analysisClock   = "clock_offset"
+	analysisRED     = "red"
 	attrKind        = "kind"
 	attrService     = "service"
 	attrSubject     = "subject"
@@ -36,12 +38,26 @@ const (
 	attrHost        = "host"
 	attrOffsetNanos = "offset_ns"
 	attrSource      = "source"
+	attrOperation   = "operation"
+	attrInstance    = "instance"
+	attrDimensions  = "dimensions"
+	attrRequests    = "requests"
+	attrErrors      = "errors"
+	attrLatency     = "latency" // bucket, count, bucket, count, ...
 )
 
-// AppendAnalysis appends findings and clock offsets to td, in one resource
-// marked with AnalysisResource; nothing when there are none.
-func AppendAnalysis(td ptrace.Traces, findings []model.Finding, clocks []model.ClockOffset) {
-	if len(findings)+len(clocks) == 0 {
+// Analysis is what the sampler hands on besides the kept spans.
+type Analysis struct {
+	Findings []model.Finding
+	Clocks   []model.ClockOffset
+	RED      []model.RED
+}
+
+// AppendAnalysis appends a to td, in one resource marked with
+// AnalysisResource; nothing when a is empty.
+func AppendAnalysis(td ptrace.Traces, a Analysis) {
+	findings, clocks := a.Findings, a.Clocks
+	if len(findings)+len(clocks)+len(a.RED) == 0 {
 		return
 	}
 	rs := td.ResourceSpans().AppendEmpty()
@@ -49,7 +65,7 @@ func AppendAnalysis(td ptrace.Traces, findings []model.Finding, clocks []model.C
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName(analysisScope)
 	spans := ss.Spans()
-	spans.EnsureCapacity(len(findings) + len(clocks))
+	spans.EnsureCapacity(len(findings) + len(clocks) + len(a.RED))
 	n := uint64(0)
 	row := func(name, traceID string, at uint64) pcommon.Map {
 		n++
@@ -87,6 +103,26 @@ func AppendAnalysis(td ptrace.Traces, findings []model.Finding, clocks []model.C
 		a.PutInt(attrOffsetNanos, c.OffsetNanos)
 		a.PutStr(attrSource, c.Source)
 	}
+	for i := range a.RED {
+		r := &a.RED[i]
+		attrs := row(analysisRED, "", r.TimeUnixNano)
+		attrs.PutStr(attrService, r.Service)
+		attrs.PutStr(attrOperation, r.Operation)
+		attrs.PutStr(attrInstance, r.Instance)
+		dims := attrs.PutEmptyMap(attrDimensions)
+		dims.EnsureCapacity(len(r.Dimensions))
+		for k, v := range r.Dimensions {
+			dims.PutStr(k, v)
+		}
+		attrs.PutInt(attrRequests, int64(r.Requests))
+		attrs.PutInt(attrErrors, int64(r.Errors))
+		lat := attrs.PutEmptySlice(attrLatency)
+		lat.EnsureCapacity(2 * len(r.Latency))
+		for b, n := range r.Latency {
+			lat.AppendEmpty().SetInt(int64(b))
+			lat.AppendEmpty().SetInt(int64(n))
+		}
+	}
 }
 
 // IsAnalysis reports whether rs carries findings and clock offsets rather
@@ -96,8 +132,8 @@ func IsAnalysis(rs ptrace.ResourceSpans) bool {
 	return ok && v.Type() == pcommon.ValueTypeBool && v.Bool()
 }
 
-// AnalysisOf returns the findings and clock offsets that td carries.
-func AnalysisOf(td ptrace.Traces) (findings []model.Finding, clocks []model.ClockOffset) {
+// AnalysisOf returns what td carries besides spans.
+func AnalysisOf(td ptrace.Traces) (out Analysis) {
 	rss := td.ResourceSpans()
 	for i := range rss.Len() {
 		rs := rss.At(i)
@@ -124,18 +160,44 @@ func AnalysisOf(td ptrace.Traces) (findings []model.Finding, clocks []model.Cloc
 							f.SpanIDs = append(f.SpanIDs, id.Str())
 						}
 					}
-					findings = append(findings, f)
+					out.Findings = append(out.Findings, f)
 				case analysisClock:
 					c := model.ClockOffset{TraceID: traceID, TimeUnixNano: at, Host: str(a, attrHost), Source: str(a, attrSource)}
 					if v, ok := a.Get(attrOffsetNanos); ok {
 						c.OffsetNanos = v.Int()
 					}
-					clocks = append(clocks, c)
+					out.Clocks = append(out.Clocks, c)
+				case analysisRED:
+					out.RED = append(out.RED, redOf(at, a))
 				}
 			}
 		}
 	}
-	return findings, clocks
+	return out
+}
+
+// redOf reads a "red" row of the analysis resource.
+func redOf(at uint64, a pcommon.Map) model.RED {
+	r := model.RED{TimeUnixNano: at, Service: str(a, attrService), Operation: str(a, attrOperation),
+		Instance: str(a, attrInstance), Dimensions: map[string]string{}, Latency: map[int32]uint64{}}
+	if v, ok := a.Get(attrDimensions); ok && v.Type() == pcommon.ValueTypeMap {
+		for k, d := range v.Map().All() {
+			r.Dimensions[k] = d.AsString()
+		}
+	}
+	if v, ok := a.Get(attrRequests); ok {
+		r.Requests = uint64(max(v.Int(), 0))
+	}
+	if v, ok := a.Get(attrErrors); ok {
+		r.Errors = uint64(max(v.Int(), 0))
+	}
+	if v, ok := a.Get(attrLatency); ok && v.Type() == pcommon.ValueTypeSlice {
+		s := v.Slice()
+		for i := 0; i+1 < s.Len(); i += 2 {
+			r.Latency[int32(s.At(i).Int())] += uint64(max(s.At(i+1).Int(), 0))
+		}
+	}
+	return r
 }
 
 // str is the string attribute key of a, or "".

@@ -24,6 +24,12 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 		{TraceID: trace, TimeUnixNano: 1796010663450975897, Kind: "slowest_hop", Service: "db", Value: 0.25},
 	}
 	clocks := []model.ClockOffset{{TraceID: trace, TimeUnixNano: 1796010663450975897, Host: "pay-1", OffsetNanos: -300_000_000, Source: "estimate"}}
+	red := []model.RED{
+		{TimeUnixNano: 1796010660000000000, Service: "cat", Operation: "GET /cat", Instance: "cat-4",
+			Dimensions: map[string]string{"service.version": "1.2"}, Requests: 40, Errors: 16,
+			Latency: map[int32]uint64{440: 24, 518: 16}},
+		{TimeUnixNano: 1796010670000000000, Service: "cat", Dimensions: map[string]string{}, Latency: map[int32]uint64{}},
+	}
 
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
@@ -32,13 +38,11 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	s.SetTraceID(pcommon.TraceID{0x4b, 0xf9})
 	s.SetSpanID(pcommon.SpanID{1})
 	s.SetStartTimestamp(1796010663450975897)
-	AppendAnalysis(td, findings, clocks)
-	AppendAnalysis(td, nil, nil)
+	AppendAnalysis(td, Analysis{Findings: findings, Clocks: clocks, RED: red})
+	AppendAnalysis(td, Analysis{})
 	require.Equal(t, 2, td.ResourceSpans().Len(), "one resource for the analysis, none when there is nothing")
 
-	gotF, gotC := AnalysisOf(td)
-	assert.Equal(t, findings, gotF)
-	assert.Equal(t, clocks, gotC)
+	assert.Equal(t, Analysis{Findings: findings, Clocks: clocks, RED: red}, AnalysisOf(td))
 
 	c := &captureConn{}
 	st, err := NewWriter(c, "db").WriteTraces(context.Background(), td)
@@ -50,10 +54,12 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	assert.Equal(t, 2, blockRows(c.inserts["db.findings"][0]))
 	require.Len(t, c.inserts["db.trace_clock"], 1)
 	assert.Equal(t, 1, blockRows(c.inserts["db.trace_clock"][0]))
+	require.Len(t, c.inserts["db.red"], 1)
+	assert.Equal(t, 2, blockRows(c.inserts["db.red"][0]))
 
 	// A batch of nothing but findings (their trace's spans went earlier).
 	only := ptrace.NewTraces()
-	AppendAnalysis(only, findings[:1], nil)
+	AppendAnalysis(only, Analysis{Findings: findings[:1]})
 	c = &captureConn{}
 	st, err = NewWriter(c, "db").WriteTraces(context.Background(), only)
 	require.NoError(t, err)

@@ -85,3 +85,25 @@ func (w *Writer) WriteClockOffsets(ctx context.Context, rows []model.ClockOffset
 		c[4].appendString(r.Source)
 	})
 }
+
+// redColumns are the red table's columns in a Native block.
+var redColumns = []nativeColumnDef{
+	{"timestamp", nativeDateTime}, {"service", nativeString}, {"operation", nativeString}, {"instance", nativeString},
+	{"dimensions", nativeStringMap}, {"requests", nativeUInt64}, {"errors", nativeUInt64}, {"latency", nativeBucketMap},
+}
+
+// WriteRED stores RED rows in one insert, a Native block.
+func (w *Writer) WriteRED(ctx context.Context, rows []model.RED) error {
+	return insertBlock(ctx, w.conn, w.red, "RED", redColumns, rows, w.notBefore(w.retention.Traces), func(r *model.RED) uint64 {
+		return r.TimeUnixNano
+	}, func(c []nativeColumn, r *model.RED) {
+		c[0].appendUInt32(uint32(r.TimeUnixNano / 1e9))
+		c[1].appendString(r.Service)
+		c[2].appendString(r.Operation)
+		c[3].appendString(r.Instance)
+		c[4].appendStringMap(r.Dimensions)
+		c[5].appendUInt64(r.Requests)
+		c[6].appendUInt64(r.Errors)
+		c[7].appendBucketMap(r.Latency)
+	})
+}

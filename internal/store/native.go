@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"slices"
 	"unicode/utf8"
@@ -47,6 +48,7 @@ const (
 	nativeFloat64
 	nativeInt64
 	nativeFixedString16
+	nativeBucketMap
 )
 
 var nativeTypeNames = [...]string{
@@ -61,6 +63,7 @@ var nativeTypeNames = [...]string{
 	nativeFloat64:       "Float64",
 	nativeInt64:         "Int64",
 	nativeFixedString16: "FixedString(16)",
+	nativeBucketMap:     "Map(Int32, UInt64)",
 }
 
 // nativeColumnDef names a column of a table and its type in the block.
@@ -106,6 +109,28 @@ func (c *nativeColumn) appendStrings(ss []string) {
 		c.keys = appendNativeString(c.keys, s)
 	}
 	c.entries += uint64(len(ss))
+	c.endMap()
+}
+
+// appendStringMap appends a row of a Map(String, String) column, its keys in
+// order (the same rows make the same block, for deduplication).
+func (c *nativeColumn) appendStringMap(m map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		c.keys = appendNativeString(c.keys, k)
+		c.values = appendNativeString(c.values, m[k])
+	}
+	c.entries += uint64(len(m))
+	c.endMap()
+}
+
+// appendBucketMap appends a row of a Map(Int32, UInt64) column, its keys in
+// order.
+func (c *nativeColumn) appendBucketMap(m map[int32]uint64) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		c.keys = binary.LittleEndian.AppendUint32(c.keys, uint32(k))
+		c.values = binary.LittleEndian.AppendUint64(c.values, m[k])
+	}
+	c.entries += uint64(len(m))
 	c.endMap()
 }
 

@@ -53,10 +53,10 @@ type Reader struct {
 	conn Conn
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
-	spans, logs, findings, summary, logSearch string
-	logsKept, resources                       string
-	traceSearch, services, operations         string
-	spansTable                                string // qualified with the database
+	spans, logs, findings, summary, logSearch   string
+	logsKept, resources                         string
+	traceSearch, services, operations, redQuery string
+	spansTable                                  string // qualified with the database
 
 	// Resources read, by id. An id is a hash of the resource's entries, so
 	// what it names never changes.
@@ -82,6 +82,7 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		summary:   Query("findings_summary", db),
 		logSearch: Query("logs_search", db), logsKept: Query("logs_kept", db), resources: Query("trace_resources", db),
 		traceSearch: Query("traces_search", db), services: Query("services", db), operations: Query("operations", db),
+		redQuery:   Query("red", db),
 		spansTable: db + ".spans"}
 }
 

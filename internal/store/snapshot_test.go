@@ -114,6 +114,11 @@ func snapshotCases() []snapshotCase {
 				Start:      start(v), End: end(v), Limit: 100 + v})
 			return err
 		}},
+		{"RED by a dimension, with points", func(ctx context.Context, r *Reader, v int) error {
+			_, err := r.RED(ctx, REDFilter{Service: str("cat", v), Operation: str("GET /cat", v), GroupBy: str("cloud.region", v),
+				Start: start(v), End: end(v), Step: int64(10+v) * 1e9})
+			return err
+		}},
 		{"findings, no filter", func(ctx context.Context, r *Reader, v int) error {
 			_, err := r.GetFindingSummaries(ctx, FindingsFilter{Start: start(v), End: end(v), Limit: 100 + v})
 			return err

@@ -22,13 +22,14 @@ type Writer struct {
 	// The tables, qualified with the database.
 	spans, logs, findings, clock  string
 	traceSummaries, resourceTable string
+	red                           string
 	resources                     writtenResources
 }
 
 // NewWriter returns a writer into database db over conn.
 func NewWriter(conn Conn, db string) *Writer {
 	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings", clock: db + ".trace_clock",
-		traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources", now: time.Now}
+		traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources", red: db + ".red", now: time.Now}
 }
 
 // SetRetention makes the writer skip the rows that are already older than
@@ -125,11 +126,14 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 	if err != nil {
 		return st, err
 	}
-	findings, clocks := AnalysisOf(td)
-	if err := w.WriteFindings(ctx, findings); err != nil {
+	a := AnalysisOf(td)
+	if err := w.WriteFindings(ctx, a.Findings); err != nil {
 		return WriteStats{}, err
 	}
-	if err := w.WriteClockOffsets(ctx, clocks); err != nil {
+	if err := w.WriteClockOffsets(ctx, a.Clocks); err != nil {
+		return WriteStats{}, err
+	}
+	if err := w.WriteRED(ctx, a.RED); err != nil {
 		return WriteStats{}, err
 	}
 	return st, nil

@@ -117,6 +117,16 @@ func (a *analyzer) start(host component.Host, id component.ID) error {
 	if id == (component.ID{}) {
 		return nil
 	}
+	if err := checkStore(host, id); err != nil {
+		return err
+	}
+	a.export = true
+	return nil
+}
+
+// checkStore checks that the extension analyze::store names is a
+// tracesift_store.
+func checkStore(host component.Host, id component.ID) error {
 	ext, ok := host.GetExtensions()[id]
 	if !ok {
 		return fmt.Errorf("`analyze::store`: extension %q is not configured: add it under `extensions` and `service::extensions`", id)
@@ -124,7 +134,6 @@ func (a *analyzer) start(host component.Host, id component.ID) error {
 	if _, ok := ext.(interface{ Writer() *store.Writer }); !ok {
 		return fmt.Errorf("`analyze::store`: extension %q is not a tracesift_store extension", id)
 	}
-	a.export = true
 	return nil
 }
 
@@ -164,7 +173,7 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 		}
 	}
 	if a.export {
-		store.AppendAnalysis(td, rows, clocks)
+		store.AppendAnalysis(td, store.Analysis{Findings: rows, Clocks: clocks})
 	}
 	return len(rows)
 }

@@ -103,8 +103,8 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	var rows []model.Finding
 	var clocks []model.ClockOffset
 	for _, td := range h.sink.AllTraces() {
-		f, c := store.AnalysisOf(td)
-		rows, clocks = append(rows, f...), append(clocks, c...)
+		a := store.AnalysisOf(td)
+		rows, clocks = append(rows, a.Findings...), append(clocks, a.Clocks...)
 		for i := range td.ResourceSpans().Len() {
 			if rs := td.ResourceSpans().At(i); store.IsAnalysis(rs) {
 				assert.Equal(t, 1, td.ResourceSpans().Len()-i, "the analysis resource comes last")
@@ -164,9 +164,9 @@ func TestFindingsStayWithoutAStore(t *testing.T) {
 	require.NoError(t, h.p.Shutdown(context.Background()))
 	require.Equal(t, 7, h.sink.SpanCount())
 	for _, td := range h.sink.AllTraces() {
-		f, c := store.AnalysisOf(td)
-		assert.Empty(t, f)
-		assert.Empty(t, c)
+		a := store.AnalysisOf(td)
+		assert.Empty(t, a.Findings)
+		assert.Empty(t, a.Clocks)
 	}
 	assert.Positive(t, h.counter("otelcol_tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
 }

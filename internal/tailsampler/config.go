@@ -6,6 +6,8 @@ import (
 	"math"
 	"runtime"
 	"time"
+
+	"github.com/tracesift/tracesift/internal/red"
 )
 
 // Defaults of the sampler configuration, documented on the Config fields.
@@ -131,6 +133,13 @@ type Config struct {
 	// Analyze configures the analyzers run on every kept trace.
 	Analyze AnalyzeConfig `mapstructure:"analyze"`
 
+	// RED counts requests, errors and durations of every entry span received,
+	// before the sampler decides (internal/red): enabled, interval (10s),
+	// max_series (10000), dimensions (resource attributes besides the
+	// defaults). The rows go down the pipeline with the findings, to the
+	// store named by analyze::store; without one, RED is not counted.
+	RED red.Config `mapstructure:"red"`
+
 	// BaselineMaxPerSecond caps the baseline traces kept per service (the
 	// root span's service) per second, so a chatty service cannot fill the
 	// store through the baseline. 0 means no cap. Default 100.
@@ -203,6 +212,7 @@ func createDefaultConfig() *Config {
 		},
 		BaselineMaxPerSecond: defaultBaselineMaxPerSecond,
 		Analyze:              defaultAnalyzeConfig(),
+		RED:                  red.DefaultConfig(),
 	}
 }
 
@@ -214,6 +224,11 @@ func (c *Config) Validate() error {
 	}
 	if err := c.Analyze.Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if c.RED.Enabled {
+		if err := c.RED.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if c.KeepRetryAmplification < 0 || c.KeepRetryAmplification == 1 {
 		errs = append(errs, fmt.Errorf("`keep_retry_amplification` must be 0 (off) or at least 2, got %d", c.KeepRetryAmplification))

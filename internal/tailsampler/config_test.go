@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/tracesift/tracesift/internal/clockskew"
+	"github.com/tracesift/tracesift/internal/red"
 	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
 )
 
@@ -54,6 +55,7 @@ func TestCreateDefaultConfig(t *testing.T) {
 			Skew: clockskew.Config{Window: 5 * time.Minute, MinSamples: 5, Threshold: 100 * time.Millisecond,
 				MaxPairs: 10000, MaxSamples: 256},
 		},
+		RED: red.Config{Enabled: true, Interval: 10 * time.Second, MaxSeries: 10000},
 	}, cfg)
 }
 
@@ -96,6 +98,7 @@ func TestLoadConfig(t *testing.T) {
 					Skew: clockskew.Config{Window: 5 * time.Minute, MinSamples: 5, Threshold: 250 * time.Millisecond,
 						MaxPairs: 10000, MaxSamples: 256},
 				},
+				RED: red.Config{Enabled: true, Interval: 30 * time.Second, MaxSeries: 500, Dimensions: []string{"http.route", "user.tier"}},
 				Services: map[string]ServiceRules{
 					"batch-export": {SlowThreshold: ptr(10 * time.Minute), AdaptiveSlow: ptr(false), BaselineRatio: ptr(0.0)},
 					"checkout":     {BaselineMaxPerSecond: ptr(50.0)},
@@ -117,7 +120,8 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(typ, "bad_analyze"), wantErr: []string{
 			"`analyze::fanout_threshold`", "`analyze::min_repeated_calls`",
 			"`skew_threshold`", "`skew_window`",
-			"`keep_retry_amplification` must be 0 (off) or at least 2"}},
+			"`keep_retry_amplification` must be 0 (off) or at least 2",
+			"`red::interval` must be at least 1s", "`red::max_series` must be at least 1", "`red::dimensions`: at most 12"}},
 		{id: component.NewIDWithName(typ, "tiny_buffer"), wantErr: []string{"`max_buffered_bytes` must be at least 2097152", "`max_trace_bytes`", "`max_spans_per_trace`"}},
 	}
 	for _, tt := range tests {

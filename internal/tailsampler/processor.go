@@ -75,6 +75,9 @@ type sampler struct {
 	mem         *frameMemory
 	analyzer    *analyzer    // nil when analyze is disabled
 	findingsAt  component.ID // analyze::store
+	// red counts RED on all traffic; nil when off (red::enabled, or no
+	// analyze::store to send the rows to).
+	red *redCounter
 
 	runCtx    context.Context // for calls to next; cancelled if Shutdown runs out of time
 	cancelRun context.CancelFunc
@@ -129,11 +132,20 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		return nil, fmt.Errorf("tracesift_sampler: %w", err)
 	}
 	p.findingsAt = cfg.Analyze.Store
+	if cfg.RED.Enabled && cfg.Analyze.Store != (component.ID{}) {
+		p.red = newREDCounter(cfg.RED, next, tel, logger)
+	}
 	if err = tel.observeFrameMemory(p.mem); err != nil {
 		return nil, fmt.Errorf("tracesift_sampler: creating self-metrics: %w", err)
 	}
 	p.scratch.New = func() any {
-		return &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n), req: otlpwire.Request{HostKeys: store.HostKeys, Mark: timeoutMarks}}
+		sc := &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n),
+			req: otlpwire.Request{HostKeys: store.HostKeys, Mark: timeoutMarks}}
+		if p.red != nil {
+			sc.req.ResourceKeys = p.red.keys
+			sc.redDims = make([][]byte, len(p.red.dims))
+		}
+		return sc
 	}
 	return p, nil
 }
@@ -158,12 +170,20 @@ func (p *sampler) Start(_ context.Context, host component.Host) error {
 			return fmt.Errorf("tracesift_sampler: %w", err)
 		}
 	}
+	if p.red != nil {
+		if err := checkStore(host, p.findingsAt); err != nil {
+			return fmt.Errorf("tracesift_sampler: %w", err)
+		}
+	}
 	p.started = true
 	p.setMemoryLimit()
 	p.runCtx, p.cancelRun = context.WithCancel(context.Background())
 	ctx, tick := p.runCtx, p.tick
 	for _, s := range p.shards {
 		p.wg.Go(func() { s.run(ctx, tick) })
+	}
+	if p.red != nil {
+		p.wg.Go(func() { p.red.run(ctx, p.stopping) })
 	}
 	return nil
 }
@@ -202,6 +222,9 @@ func (p *sampler) Shutdown(ctx context.Context) error {
 		// No call can hold a frame any more: ConsumeRawTraces holds p.mu
 		// shared while it allocates, and the shards have exited.
 		p.mem.close()
+		if p.red != nil {
+			p.red.flush(p.runCtx) // nothing more is counted: the sampler is stopped
+		}
 		p.tel.Shutdown()
 		memoryLimits.release(p)
 		close(done)
@@ -253,6 +276,9 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 		return errNotStarted
 	}
 	received, invalid := p.group(sc)
+	if p.red != nil {
+		p.red.count(&sc.req, sc.services, sc.redDims)
+	}
 	p.tel.TracesiftSamplerSpansReceived.Add(ctx, int64(received))
 	if invalid > 0 {
 		p.tel.TracesiftSamplerSpansInvalid.Add(ctx, int64(invalid))
@@ -273,6 +299,7 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 // of traces and the map would otherwise be rebuilt on every call.
 type scratch struct {
 	req       otlpwire.Request
+	redDims   [][]byte // the dimension values of one span, for RED
 	services  []string // per resource of req: its service.name
 	hosts     []uint32 // per resource of req: hostHash of its host
 	spanChunk []int32  // per span of req: its builder, -1 when invalid

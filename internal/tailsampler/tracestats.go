@@ -6,9 +6,12 @@ package tailsampler
 // (clock_skew). Both are small fixed tables folded in as spans arrive, so a
 // buffered trace costs 48 bytes more and no allocation.
 
+// OTLP span kinds the sampler tells apart.
 const (
+	kindServer   = 2
 	kindClient   = 3
 	kindProducer = 4
+	kindConsumer = 5
 )
 
 // callCounts counts client and producer spans by name hash for the four

@@ -39,6 +39,9 @@ type TelemetryBuilder struct {
 	TracesiftSamplerFrameBytes             metric.Int64Counter
 	TracesiftSamplerFrameMemoryBytes       metric.Int64ObservableGauge
 	TracesiftSamplerPushbacks              metric.Int64Counter
+	TracesiftSamplerRedOverflowSpans       metric.Int64Counter
+	TracesiftSamplerRedRows                metric.Int64Counter
+	TracesiftSamplerRedRowsDropped         metric.Int64Counter
 	TracesiftSamplerSpanLatenessSeconds    metric.Float64Histogram
 	TracesiftSamplerSpansDropped           metric.Int64Counter
 	TracesiftSamplerSpansInvalid           metric.Int64Counter
@@ -168,6 +171,24 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_tracesift_sampler_pushbacks",
 		metric.WithDescription("Requests refused with ResourceExhausted (HTTP 429) because the buffer was full. [Development]"),
 		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.TracesiftSamplerRedOverflowSpans, err = builder.meter.Int64Counter(
+		"otelcol_tracesift_sampler_red_overflow_spans",
+		metric.WithDescription("Entry spans counted in a RED overflow series because their interval already had red::max_series series. [Development]"),
+		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.TracesiftSamplerRedRows, err = builder.meter.Int64Counter(
+		"otelcol_tracesift_sampler_red_rows",
+		metric.WithDescription("RED rows (a series over an interval) sent down the pipeline to the store. [Development]"),
+		metric.WithUnit("{row}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.TracesiftSamplerRedRowsDropped, err = builder.meter.Int64Counter(
+		"otelcol_tracesift_sampler_red_rows_dropped",
+		metric.WithDescription("RED rows lost because the next consumer rejected them. [Development]"),
+		metric.WithUnit("{row}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.TracesiftSamplerSpanLatenessSeconds, err = builder.meter.Float64Histogram(

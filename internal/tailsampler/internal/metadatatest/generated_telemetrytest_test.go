@@ -34,6 +34,9 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.TracesiftSamplerFindingsDropped.Add(context.Background(), 1)
 	tb.TracesiftSamplerFrameBytes.Add(context.Background(), 1)
 	tb.TracesiftSamplerPushbacks.Add(context.Background(), 1)
+	tb.TracesiftSamplerRedOverflowSpans.Add(context.Background(), 1)
+	tb.TracesiftSamplerRedRows.Add(context.Background(), 1)
+	tb.TracesiftSamplerRedRowsDropped.Add(context.Background(), 1)
 	tb.TracesiftSamplerSpanLatenessSeconds.Record(context.Background(), 1)
 	tb.TracesiftSamplerSpansDropped.Add(context.Background(), 1)
 	tb.TracesiftSamplerSpansInvalid.Add(context.Background(), 1)
@@ -73,6 +76,15 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualTracesiftSamplerPushbacks(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualTracesiftSamplerRedOverflowSpans(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualTracesiftSamplerRedRows(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualTracesiftSamplerRedRowsDropped(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualTracesiftSamplerSpanLatenessSeconds(t, testTel,

@@ -1,0 +1,213 @@
+package red
+
+import (
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tracesift/tracesift/internal/model"
+)
+
+// Span is what the aggregator reads of one entry span, as the wire scan
+// found it: the caller keeps the bytes for the length of the call only.
+type Span struct {
+	Service             string
+	Operation, Instance []byte
+	// Dimensions are the values of the aggregator's dimension keys, in
+	// order (nil: not set).
+	Dimensions [][]byte
+	// Start is the span's start (Unix nanoseconds); the interval it falls in
+	// is its series' time.
+	Start    uint64
+	Duration uint64 // nanoseconds
+	Error    bool
+}
+
+// OverflowDimension marks the series that counts the entry spans of every
+// series past max_series in an interval, so that totals stay exact.
+const OverflowDimension = "tracesift.red.overflow"
+
+// Aggregator counts entry spans into series until Flush. It is safe for
+// concurrent use: series are spread over stripes, each with its own lock.
+type Aggregator struct {
+	interval   uint64 // nanoseconds
+	maxSeries  int64
+	dimensions []string
+	seed       maphash.Seed
+
+	stripes [numStripes]stripe
+	live    atomic.Int64 // series since the last Flush
+	// overflowed counts the spans counted in an overflow series since the
+	// last Flush.
+	overflowed atomic.Uint64
+}
+
+const numStripes = 64
+
+type stripe struct {
+	mu     sync.Mutex
+	series map[uint64][]*series // by hash of the key; a slice for collisions
+}
+
+type series struct {
+	at                           uint64
+	service, operation, instance string
+	dimensions                   []string // by Aggregator.dimensions, "" for unset
+	overflow                     bool
+	requests, errors             uint64
+	latency                      Sketch
+}
+
+// NewAggregator counts in intervals of interval, at most maxSeries series an
+// interval (the rest in one overflow series each interval), keyed also by
+// the values of dimensions.
+func NewAggregator(interval time.Duration, maxSeries int, dimensions []string) *Aggregator {
+	a := &Aggregator{interval: uint64(max(interval, time.Second)), maxSeries: int64(max(maxSeries, 1)),
+		dimensions: dimensions, seed: maphash.MakeSeed()}
+	for i := range a.stripes {
+		a.stripes[i].series = map[uint64][]*series{}
+	}
+	return a
+}
+
+// Add counts one entry span.
+func (a *Aggregator) Add(s *Span) {
+	at := s.Start - s.Start%a.interval
+	var h maphash.Hash
+	h.SetSeed(a.seed)
+	var buf [8]byte
+	for i := range buf {
+		buf[i] = byte(at >> (8 * i))
+	}
+	h.Write(buf[:])
+	h.WriteString(s.Service)
+	h.WriteByte(0)
+	for _, b := range [][]byte{s.Operation, s.Instance} {
+		h.Write(b)
+		h.WriteByte(0)
+	}
+	for k := range a.dimensions {
+		if k < len(s.Dimensions) {
+			h.Write(s.Dimensions[k])
+		}
+		h.WriteByte(0)
+	}
+	key := h.Sum64()
+	st := &a.stripes[key%numStripes]
+	st.mu.Lock()
+	sr := st.find(key, at, s)
+	if sr == nil {
+		if a.live.Add(1) > a.maxSeries {
+			a.live.Add(-1)
+			a.overflowed.Add(1)
+			sr = st.overflow(at, len(a.dimensions))
+		} else {
+			sr = a.newSeries(at, s)
+			st.series[key] = append(st.series[key], sr)
+		}
+	}
+	sr.requests++
+	if s.Error {
+		sr.errors++
+	}
+	sr.latency.Add(s.Duration)
+	st.mu.Unlock()
+}
+
+// find is the series of s in interval at, nil when it has none yet.
+func (st *stripe) find(key, at uint64, s *Span) *series {
+	for _, sr := range st.series[key] {
+		if sr.overflow || sr.at != at || sr.service != s.Service || sr.operation != string(s.Operation) ||
+			sr.instance != string(s.Instance) {
+			continue
+		}
+		same := true
+		for k, v := range sr.dimensions {
+			var got []byte
+			if k < len(s.Dimensions) {
+				got = s.Dimensions[k]
+			}
+			if v != string(got) {
+				same = false
+				break
+			}
+		}
+		if same {
+			return sr
+		}
+	}
+	return nil
+}
+
+// overflow is the stripe's overflow series of interval at, kept under key 0
+// (a hash of 0 is as unlikely as any other; find skips overflow series).
+func (st *stripe) overflow(at uint64, dims int) *series {
+	for _, sr := range st.series[0] {
+		if sr.overflow && sr.at == at {
+			return sr
+		}
+	}
+	sr := &series{at: at, overflow: true, dimensions: make([]string, dims), latency: Sketch{}}
+	st.series[0] = append(st.series[0], sr)
+	return sr
+}
+
+func (a *Aggregator) newSeries(at uint64, s *Span) *series {
+	sr := &series{at: at, service: s.Service, operation: string(s.Operation), instance: string(s.Instance),
+		dimensions: make([]string, len(a.dimensions)), latency: Sketch{}}
+	for k := range sr.dimensions {
+		if k < len(s.Dimensions) {
+			sr.dimensions[k] = string(s.Dimensions[k])
+		}
+	}
+	return sr
+}
+
+// Flush returns what was counted since the last Flush, one row a series
+// and interval (overflow series of one interval merged into one), and how
+// many spans went to overflow series; the aggregator starts again empty.
+func (a *Aggregator) Flush() (rows []model.RED, overflowed uint64) {
+	overflow := map[uint64]*series{}
+	for i := range a.stripes {
+		st := &a.stripes[i]
+		st.mu.Lock()
+		taken := st.series
+		st.series = make(map[uint64][]*series, len(taken))
+		st.mu.Unlock()
+		for _, list := range taken {
+			for _, sr := range list {
+				if !sr.overflow {
+					rows = append(rows, a.row(sr))
+					continue
+				}
+				if o := overflow[sr.at]; o != nil {
+					o.requests += sr.requests
+					o.errors += sr.errors
+					o.latency.Merge(sr.latency)
+				} else {
+					overflow[sr.at] = sr
+				}
+			}
+		}
+	}
+	for _, sr := range overflow {
+		rows = append(rows, a.row(sr))
+	}
+	a.live.Store(0)
+	return rows, a.overflowed.Swap(0)
+}
+
+func (a *Aggregator) row(sr *series) model.RED {
+	r := model.RED{TimeUnixNano: sr.at, Service: sr.service, Operation: sr.operation, Instance: sr.instance,
+		Dimensions: map[string]string{}, Requests: sr.requests, Errors: sr.errors, Latency: sr.latency}
+	for k, v := range sr.dimensions {
+		if v != "" {
+			r.Dimensions[a.dimensions[k]] = v
+		}
+	}
+	if sr.overflow {
+		r.Dimensions[OverflowDimension] = "true"
+	}
+	return r
+}

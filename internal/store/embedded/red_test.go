@@ -1,0 +1,80 @@
+package embedded
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/red"
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// RED rows written in several flushes add up when read, grouped by any key,
+// with the sketches merged.
+func TestREDStoredAndSummed(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{})
+	base := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) uint64 { return uint64(base.Add(d).UnixNano()) }
+	sketch := func(d time.Duration, n int) map[int32]uint64 {
+		s := red.Sketch{}
+		for range n {
+			s.Add(uint64(d))
+		}
+		return s
+	}
+	v := func(version string) map[string]string { return map[string]string{"service.version": version} }
+	rows := []model.RED{
+		{TimeUnixNano: at(0), Service: "cat", Operation: "GET /cat", Instance: "cat-1", Dimensions: v("1.0"), Requests: 100, Errors: 0, Latency: sketch(35*time.Millisecond, 100)},
+		{TimeUnixNano: at(0), Service: "cat", Operation: "GET /cat", Instance: "cat-4", Dimensions: v("1.1"), Requests: 10, Errors: 4, Latency: sketch(930*time.Millisecond, 10)},
+		{TimeUnixNano: at(10 * time.Second), Service: "cat", Operation: "GET /cat", Instance: "cat-1", Dimensions: v("1.0"), Requests: 50, Errors: 1, Latency: sketch(35*time.Millisecond, 50)},
+		{TimeUnixNano: at(10 * time.Second), Service: "cat", Operation: "POST /cat", Instance: "cat-1", Dimensions: v("1.0"), Requests: 5, Latency: sketch(5*time.Millisecond, 5)},
+		{TimeUnixNano: at(10 * time.Second), Service: "dog", Operation: "GET /dog", Instance: "dog-1", Dimensions: v("2.0"), Requests: 7, Latency: sketch(time.Millisecond, 7)},
+	}
+	require.NoError(t, w.WriteRED(ctx, rows[:2]))
+	require.NoError(t, w.WriteRED(ctx, rows[2:]))
+	// A second flush of the same series and interval adds to the first.
+	require.NoError(t, w.WriteRED(ctx, []model.RED{{TimeUnixNano: at(0), Service: "cat", Operation: "GET /cat", Instance: "cat-4",
+		Dimensions: v("1.1"), Requests: 2, Errors: 2, Latency: sketch(930*time.Millisecond, 2)}}))
+
+	window := store.REDFilter{Service: "cat", Operation: "GET /cat", Start: int64(at(0)), End: int64(at(time.Minute)), GroupBy: "instance"}
+	got, err := r.RED(ctx, window)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "cat-1", got[0].Value, "the busiest first")
+	assert.Equal(t, uint64(150), got[0].Requests)
+	assert.Equal(t, uint64(1), got[0].Errors)
+	assert.Equal(t, "cat-4", got[1].Value)
+	assert.Equal(t, uint64(12), got[1].Requests)
+	assert.Equal(t, uint64(6), got[1].Errors)
+	assert.InEpsilon(t, float64(930*time.Millisecond), red.Sketch(got[1].Latency).Quantile(0.99), red.RelativeAccuracy)
+	assert.Empty(t, got[0].Points, "no step, no points")
+
+	window.GroupBy, window.Step = "service.version", int64(10*time.Second)
+	got, err = r.RED(ctx, window)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "1.0", got[0].Value)
+	require.Len(t, got[0].Points, 2)
+	assert.Equal(t, at(0), got[0].Points[0].TimeUnixNano)
+	assert.Equal(t, uint64(100), got[0].Points[0].Requests)
+	assert.Equal(t, uint64(50), got[0].Points[1].Requests)
+
+	window.GroupBy, window.Operation, window.Step = "operation", "", 0
+	got, err = r.RED(ctx, window)
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, []string{"GET /cat", "POST /cat"}, []string{got[0].Value, got[1].Value})
+	assert.Equal(t, uint64(162), got[0].Requests)
+
+	window.Service = "x' OR 1=1 --"
+	got, err = r.RED(ctx, window)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+}

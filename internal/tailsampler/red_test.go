@@ -1,0 +1,98 @@
+package tailsampler
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/red"
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// redRows collects the RED rows the sampler sent, summed by series.
+func redRows(h *harness) map[string]model.RED {
+	out := map[string]model.RED{}
+	for _, td := range h.sink.AllTraces() {
+		for _, r := range store.AnalysisOf(td).RED {
+			k := fmt.Sprintf("%s|%s|%s|%s", r.Service, r.Operation, r.Instance, r.Dimensions["service.version"])
+			sum := out[k]
+			sum.Service, sum.Operation, sum.Instance = r.Service, r.Operation, r.Instance
+			sum.Requests += r.Requests
+			sum.Errors += r.Errors
+			if sum.Latency == nil {
+				sum.Latency = map[int32]uint64{}
+			}
+			red.Sketch(sum.Latency).Merge(r.Latency)
+			out[k] = sum
+		}
+	}
+	return out
+}
+
+// RED counts every entry span received, whatever the sampler keeps: the
+// dropped healthy traces, the kept ones, late spans; errors are status ERROR
+// or a timeout.
+func TestREDCountsAllTraffic(t *testing.T) {
+	cfg := testConfig()
+	cfg.Analyze.Store = component.MustNewID("tracesift_store")
+	h := newHarness(t, cfg, withHost(storeHost{componenttest.NewNopHost()}))
+
+	td := ptrace.NewTraces()
+	for n := uint64(1); n <= 40; n++ {
+		// A root server span on cat-1 or cat-2 with a client and an internal child.
+		specs := []spanSpec{
+			{trace: n, span: 1, dur: 30 * time.Millisecond, err: n%10 == 0},
+			{trace: n, span: 2, parent: 1, dur: 10 * time.Millisecond},
+		}
+		appendResource(t, td, "cat", specs...)
+		rs := td.ResourceSpans().At(td.ResourceSpans().Len() - 1)
+		rs.Resource().Attributes().PutStr("service.instance.id", fmt.Sprintf("cat-%d", 1+n%2))
+		rs.Resource().Attributes().PutStr("service.version", "1.0")
+		rs.ScopeSpans().At(0).Spans().At(0).SetKind(ptrace.SpanKindServer)
+		rs.ScopeSpans().At(0).Spans().At(1).SetKind(ptrace.SpanKindClient)
+	}
+	// A consumer span (not a root) that timed out, on a host with no instance id.
+	timedOut := request(t, "worker", spanSpec{trace: 100, span: 5, parent: 4, dur: time.Second,
+		attrs: map[string]any{"error.type": "java.net.SocketTimeoutException"}})
+	timedOut.ResourceSpans().At(0).Resource().Attributes().PutStr("host.name", "node-7")
+	timedOut.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetKind(ptrace.SpanKindConsumer)
+	h.consume(td)
+	h.consume(timedOut)
+	h.decideAfterWait()
+	// A late span of a decided trace: a root again, counted too.
+	h.consume(request(t, "cat", spanSpec{trace: 3, span: 9, dur: time.Millisecond}))
+	h.barrier()
+	require.NoError(t, h.p.Shutdown(context.Background()))
+
+	got := redRows(h)
+	assert.Equal(t, uint64(20), got["cat|op|cat-1|1.0"].Requests)
+	assert.Equal(t, uint64(4), got["cat|op|cat-1|1.0"].Errors, "traces 10, 20, 30, 40 (even: cat-1)")
+	assert.Equal(t, uint64(20), got["cat|op|cat-2|1.0"].Requests)
+	assert.Zero(t, got["cat|op|cat-2|1.0"].Errors)
+	assert.Equal(t, uint64(1), got["cat|op||"].Requests, "the late root, no instance")
+	w := got["worker|op|node-7|"]
+	assert.Equal(t, uint64(1), w.Requests, "host.name names the instance when nothing else does")
+	assert.Equal(t, uint64(1), w.Errors, "a timeout is an error")
+	assert.Len(t, got, 4, "client and internal spans are not requests")
+	p99 := red.Sketch(got["cat|op|cat-1|1.0"].Latency).Quantile(0.99)
+	assert.InEpsilon(t, 30e6, p99, red.RelativeAccuracy)
+	assert.EqualValues(t, 4, h.counter("otelcol_tracesift_sampler_red_rows"), "one row a series and flush (the last, at shutdown)")
+}
+
+// Without a store to send them to, RED rows are not counted at all.
+func TestREDNeedsAStore(t *testing.T) {
+	h := newHarness(t, testConfig())
+	assert.Nil(t, h.p.red)
+	cfg := testConfig()
+	cfg.Analyze.Store = component.MustNewID("tracesift_store")
+	cfg.RED.Enabled = false
+	assert.Nil(t, newHarness(t, cfg, withHost(storeHost{componenttest.NewNopHost()})).p.red)
+}
