@@ -282,6 +282,11 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, uint64(1), front[0].Requests)
 		assert.Equal(t, uint64(1), front[0].Errors)
 		assert.Equal(t, 1.0, front[0].ErrorRate)
+
+		var cmp struct{ Failing, Healthy uint64 }
+		require.Equal(t, http.StatusOK, getJSON(t, ep, "/api/v1/compare?service=frontend", &cmp))
+		assert.Equal(t, uint64(1), cmp.Failing)
+		assert.Zero(t, cmp.Healthy)
 	})
 
 	t.Run("span after the decision joins the kept trace", func(t *testing.T) {

@@ -214,8 +214,10 @@ type RED struct {
 	Dimensions   map[string]string
 	Requests     uint64
 	Errors       uint64 // status ERROR or timed out
-	// Latency counts the durations by the buckets of red.Sketch.
-	Latency map[int32]uint64
+	// Latency counts the durations by the buckets of red.Sketch;
+	// ErrorLatency those of the errors alone.
+	Latency      map[int32]uint64
+	ErrorLatency map[int32]uint64
 }
 
 // REDGroup is the RED of a service's series that share one value of a key

@@ -26,6 +26,7 @@ type TraceReader interface {
 	Services(ctx context.Context, start, end int64) ([]string, error)
 	Operations(ctx context.Context, service string, start, end int64) ([]string, error)
 	RED(ctx context.Context, f store.REDFilter) ([]model.REDGroup, error)
+	REDSeries(ctx context.Context, f store.REDFilter) ([]model.RED, error)
 }
 
 // NewHandler returns the API's routes over r.
@@ -39,6 +40,7 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	mux.HandleFunc("GET /api/v1/findings", a.getFindings)
 	mux.HandleFunc("GET /api/v1/logs", a.getLogs)
 	mux.HandleFunc("GET /api/v1/red", a.getRED)
+	mux.HandleFunc("GET /api/v1/compare", a.getCompare)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

@@ -39,6 +39,47 @@ func (f fakeReader) RED(_ context.Context, rf store.REDFilter) ([]model.REDGroup
 	return []model.REDGroup{g}, nil
 }
 
+func (f fakeReader) REDSeries(_ context.Context, rf store.REDFilter) ([]model.RED, error) {
+	lastRED = rf
+	if rf.Service == "fail" {
+		return nil, errors.New("connection refused")
+	}
+	mk := func(instance, version string, n, errs uint64) model.RED {
+		all, bad := red.Sketch{}, red.Sketch{}
+		for i := range n {
+			all.Add(uint64(30 * time.Millisecond))
+			if i < errs {
+				bad.Add(uint64(30 * time.Millisecond))
+			}
+		}
+		return model.RED{Service: rf.Service, Operation: "GET /cat", Instance: instance,
+			Dimensions: map[string]string{"service.version": version}, Requests: n, Errors: errs, Latency: all, ErrorLatency: bad}
+	}
+	return []model.RED{mk("cat-1", "1.0", 90, 0), mk("cat-4", "1.1", 10, 5)}, nil
+}
+
+func TestCompare(t *testing.T) {
+	h := NewHandler(fakeReader{}, zap.NewNop())
+	rec := getJSON(t, h, "/api/v1/compare?service=cat&start=1796010600000000000&end=1796010900000000000&limit=3")
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	assert.JSONEq(t, `{"start":"1796010600000000000","end":"1796010900000000000","slow":"1s","failing":5,"healthy":95,
+		"dimensions":[
+		  {"key":"instance","value":"cat-4","failing":1,"healthy":0.0526,"lift":17.3636,"failingCount":5,"healthyCount":5},
+		  {"key":"service.version","value":"1.1","failing":1,"healthy":0.0526,"lift":17.3636,"failingCount":5,"healthyCount":5},
+		  {"key":"operation","value":"GET /cat","failing":1,"healthy":1,"lift":1,"failingCount":5,"healthyCount":95}]}`,
+		rec.Body.String())
+	for params, want := range map[string]string{
+		"":                     "`service` is required",
+		"service=cat&slow=-1s": "`slow`",
+		"service=cat&limit=0":  "`limit`",
+	} {
+		rec := getJSON(t, h, "/api/v1/compare?"+params)
+		assert.Equal(t, http.StatusBadRequest, rec.Code, params)
+		assert.Contains(t, rec.Body.String(), want, params)
+	}
+	assert.Equal(t, http.StatusInternalServerError, getJSON(t, h, "/api/v1/compare?service=fail").Code)
+}
+
 func TestRED(t *testing.T) {
 	h := NewHandler(fakeReader{}, zap.NewNop())
 	q := url.Values{"service": {"cat"}, "operation": {"GET /cat"}, "start": {"1796010600000000000"}, "end": {"1796010900000000000"}}

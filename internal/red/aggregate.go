@@ -57,6 +57,7 @@ type series struct {
 	overflow                     bool
 	requests, errors             uint64
 	latency                      Sketch
+	errorLatency                 Sketch // of the errors only
 }
 
 // NewAggregator counts in intervals of interval, at most maxSeries series an
@@ -108,10 +109,14 @@ func (a *Aggregator) Add(s *Span) {
 		}
 	}
 	sr.requests++
+	sr.latency.Add(s.Duration)
 	if s.Error {
 		sr.errors++
+		if sr.errorLatency == nil {
+			sr.errorLatency = Sketch{}
+		}
+		sr.errorLatency.Add(s.Duration)
 	}
-	sr.latency.Add(s.Duration)
 	st.mu.Unlock()
 }
 
@@ -185,6 +190,12 @@ func (a *Aggregator) Flush() (rows []model.RED, overflowed uint64) {
 					o.requests += sr.requests
 					o.errors += sr.errors
 					o.latency.Merge(sr.latency)
+					if sr.errorLatency != nil {
+						if o.errorLatency == nil {
+							o.errorLatency = Sketch{}
+						}
+						o.errorLatency.Merge(sr.errorLatency)
+					}
 				} else {
 					overflow[sr.at] = sr
 				}
@@ -200,7 +211,11 @@ func (a *Aggregator) Flush() (rows []model.RED, overflowed uint64) {
 
 func (a *Aggregator) row(sr *series) model.RED {
 	r := model.RED{TimeUnixNano: sr.at, Service: sr.service, Operation: sr.operation, Instance: sr.instance,
-		Dimensions: map[string]string{}, Requests: sr.requests, Errors: sr.errors, Latency: sr.latency}
+		Dimensions: map[string]string{}, Requests: sr.requests, Errors: sr.errors, Latency: sr.latency,
+		ErrorLatency: sr.errorLatency}
+	if r.ErrorLatency == nil {
+		r.ErrorLatency = map[int32]uint64{}
+	}
 	for k, v := range sr.dimensions {
 		if v != "" {
 			r.Dimensions[a.dimensions[k]] = v

@@ -43,7 +43,8 @@ const (
 	attrDimensions  = "dimensions"
 	attrRequests    = "requests"
 	attrErrors      = "errors"
-	attrLatency     = "latency" // bucket, count, bucket, count, ...
+	attrLatency     = "latency"       // bucket, count, bucket, count, ...
+	attrErrLatency  = "error_latency" // the same, of the errors
 )
 
 // Analysis is what the sampler hands on besides the kept spans.
@@ -116,12 +117,8 @@ func AppendAnalysis(td ptrace.Traces, a Analysis) {
 		}
 		attrs.PutInt(attrRequests, int64(r.Requests))
 		attrs.PutInt(attrErrors, int64(r.Errors))
-		lat := attrs.PutEmptySlice(attrLatency)
-		lat.EnsureCapacity(2 * len(r.Latency))
-		for b, n := range r.Latency {
-			lat.AppendEmpty().SetInt(int64(b))
-			lat.AppendEmpty().SetInt(int64(n))
-		}
+		putBuckets(attrs, attrLatency, r.Latency)
+		putBuckets(attrs, attrErrLatency, r.ErrorLatency)
 	}
 }
 
@@ -179,7 +176,8 @@ func AnalysisOf(td ptrace.Traces) (out Analysis) {
 // redOf reads a "red" row of the analysis resource.
 func redOf(at uint64, a pcommon.Map) model.RED {
 	r := model.RED{TimeUnixNano: at, Service: str(a, attrService), Operation: str(a, attrOperation),
-		Instance: str(a, attrInstance), Dimensions: map[string]string{}, Latency: map[int32]uint64{}}
+		Instance: str(a, attrInstance), Dimensions: map[string]string{}, Latency: buckets(a, attrLatency),
+		ErrorLatency: buckets(a, attrErrLatency)}
 	if v, ok := a.Get(attrDimensions); ok && v.Type() == pcommon.ValueTypeMap {
 		for k, d := range v.Map().All() {
 			r.Dimensions[k] = d.AsString()
@@ -191,13 +189,29 @@ func redOf(at uint64, a pcommon.Map) model.RED {
 	if v, ok := a.Get(attrErrors); ok {
 		r.Errors = uint64(max(v.Int(), 0))
 	}
-	if v, ok := a.Get(attrLatency); ok && v.Type() == pcommon.ValueTypeSlice {
+	return r
+}
+
+// putBuckets puts a sketch's counts as the attribute key: bucket, count, ...
+func putBuckets(a pcommon.Map, key string, m map[int32]uint64) {
+	s := a.PutEmptySlice(key)
+	s.EnsureCapacity(2 * len(m))
+	for b, n := range m {
+		s.AppendEmpty().SetInt(int64(b))
+		s.AppendEmpty().SetInt(int64(n))
+	}
+}
+
+// buckets reads what putBuckets put.
+func buckets(a pcommon.Map, key string) map[int32]uint64 {
+	out := map[int32]uint64{}
+	if v, ok := a.Get(key); ok && v.Type() == pcommon.ValueTypeSlice {
 		s := v.Slice()
 		for i := 0; i+1 < s.Len(); i += 2 {
-			r.Latency[int32(s.At(i).Int())] += uint64(max(s.At(i+1).Int(), 0))
+			out[int32(s.At(i).Int())] += uint64(max(s.At(i+1).Int(), 0))
 		}
 	}
-	return r
+	return out
 }
 
 // str is the string attribute key of a, or "".

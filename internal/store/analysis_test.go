@@ -27,8 +27,9 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	red := []model.RED{
 		{TimeUnixNano: 1796010660000000000, Service: "cat", Operation: "GET /cat", Instance: "cat-4",
 			Dimensions: map[string]string{"service.version": "1.2"}, Requests: 40, Errors: 16,
-			Latency: map[int32]uint64{440: 24, 518: 16}},
-		{TimeUnixNano: 1796010670000000000, Service: "cat", Dimensions: map[string]string{}, Latency: map[int32]uint64{}},
+			Latency: map[int32]uint64{440: 24, 518: 16}, ErrorLatency: map[int32]uint64{518: 16}},
+		{TimeUnixNano: 1796010670000000000, Service: "cat", Dimensions: map[string]string{}, Latency: map[int32]uint64{},
+			ErrorLatency: map[int32]uint64{}},
 	}
 
 	td := ptrace.NewTraces()

@@ -90,6 +90,7 @@ func (w *Writer) WriteClockOffsets(ctx context.Context, rows []model.ClockOffset
 var redColumns = []nativeColumnDef{
 	{"timestamp", nativeDateTime}, {"service", nativeString}, {"operation", nativeString}, {"instance", nativeString},
 	{"dimensions", nativeStringMap}, {"requests", nativeUInt64}, {"errors", nativeUInt64}, {"latency", nativeBucketMap},
+	{"error_latency", nativeBucketMap},
 }
 
 // WriteRED stores RED rows in one insert, a Native block.
@@ -105,5 +106,6 @@ func (w *Writer) WriteRED(ctx context.Context, rows []model.RED) error {
 		c[5].appendUInt64(r.Requests)
 		c[6].appendUInt64(r.Errors)
 		c[7].appendBucketMap(r.Latency)
+		c[8].appendBucketMap(r.ErrorLatency)
 	})
 }

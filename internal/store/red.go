@@ -83,3 +83,33 @@ func (r *Reader) RED(ctx context.Context, f REDFilter) ([]model.REDGroup, error)
 	}
 	return out, nil
 }
+
+// REDSeries returns the RED of each series of f's service (and operation)
+// summed over the window (f.GroupBy and f.Step are not used): the rows'
+// TimeUnixNano is f.Start.
+func (r *Reader) REDSeries(ctx context.Context, f REDFilter) ([]model.RED, error) {
+	p := Params{"service": f.Service, "operation": f.Operation, "start_s": f.Start / 1e9, "end_s": f.End / 1e9}
+	var out []model.RED
+	err := r.conn.Query(ctx, r.redSeries, p, func(b []byte) error {
+		var row struct {
+			Instance     string            `json:"instance"`
+			Operation    string            `json:"operation"`
+			Dimensions   map[string]string `json:"dimensions"`
+			Requests     uint64            `json:"requests"`
+			Errors       uint64            `json:"errors"`
+			Latency      map[int32]uint64  `json:"latency"`
+			ErrorLatency map[int32]uint64  `json:"error_latency"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		out = append(out, model.RED{TimeUnixNano: uint64(max(f.Start, 0)), Service: f.Service, Operation: row.Operation,
+			Instance: row.Instance, Dimensions: nonNil(row.Dimensions), Requests: row.Requests, Errors: row.Errors,
+			Latency: row.Latency, ErrorLatency: row.ErrorLatency})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading RED series: %w", err)
+	}
+	return out, nil
+}

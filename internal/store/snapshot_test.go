@@ -119,6 +119,10 @@ func snapshotCases() []snapshotCase {
 				Start: start(v), End: end(v), Step: int64(10+v) * 1e9})
 			return err
 		}},
+		{"RED series of a window", func(ctx context.Context, r *Reader, v int) error {
+			_, err := r.REDSeries(ctx, REDFilter{Service: str("cat", v), Operation: str("GET /cat", v), Start: start(v), End: end(v)})
+			return err
+		}},
 		{"findings, no filter", func(ctx context.Context, r *Reader, v int) error {
 			_, err := r.GetFindingSummaries(ctx, FindingsFilter{Start: start(v), End: end(v), Limit: 100 + v})
 			return err

@@ -78,3 +78,28 @@ func TestREDStoredAndSummed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, got)
 }
+
+// The series of a window, summed over intervals and flushes, for the
+// comparison of failing with healthy requests.
+func TestREDSeriesSummed(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{})
+	base := time.Date(2026, 11, 30, 14, 0, 0, 0, time.UTC)
+	mk := func(d time.Duration, instance string, n, errs uint64) model.RED {
+		return model.RED{TimeUnixNano: uint64(base.Add(d).UnixNano()), Service: "owl", Operation: "GET /owl", Instance: instance,
+			Dimensions: map[string]string{"service.version": instance + "-v"}, Requests: n, Errors: errs,
+			Latency: map[int32]uint64{400: n}, ErrorLatency: map[int32]uint64{400: errs}}
+	}
+	require.NoError(t, w.WriteRED(ctx, []model.RED{mk(0, "owl-1", 10, 1), mk(0, "owl-2", 5, 5)}))
+	require.NoError(t, w.WriteRED(ctx, []model.RED{mk(10*time.Second, "owl-1", 20, 2), mk(time.Hour, "owl-1", 99, 9)}))
+	got, err := r.REDSeries(ctx, store.REDFilter{Service: "owl", Start: base.UnixNano(), End: base.Add(time.Minute).UnixNano()})
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	by := map[string]model.RED{got[0].Instance: got[0], got[1].Instance: got[1]}
+	assert.Equal(t, uint64(30), by["owl-1"].Requests, "the hour later is outside the window")
+	assert.Equal(t, uint64(3), by["owl-1"].Errors)
+	assert.Equal(t, map[int32]uint64{400: 3}, by["owl-1"].ErrorLatency)
+	assert.Equal(t, map[string]string{"service.version": "owl-2-v"}, by["owl-2"].Dimensions)
+}
