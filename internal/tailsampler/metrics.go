@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/tracesift/tracesift/internal/analyze"
+	"github.com/tracesift/tracesift/internal/red"
 	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
 )
 
@@ -60,7 +61,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.kindAttrs = map[string]metric.AddOption{}
 	for _, k := range []string{analyze.KindSlowestHop, analyze.KindCriticalPath, analyze.KindRetryFanout,
 		analyze.KindTimeout, analyze.KindClockSkew, analyze.KindErrorOrigin, analyze.KindBrokenPropagation,
-		analyze.KindFanout} {
+		analyze.KindFanout, red.KindInstanceOutlier} {
 		t.kindAttrs[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", k)))
 	}
 	return t, nil

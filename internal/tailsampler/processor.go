@@ -223,7 +223,7 @@ func (p *sampler) Shutdown(ctx context.Context) error {
 		// shared while it allocates, and the shards have exited.
 		p.mem.close()
 		if p.red != nil {
-			p.red.flush(p.runCtx) // nothing more is counted: the sampler is stopped
+			p.red.flush(p.runCtx, p.now()) // nothing more is counted: the sampler is stopped
 		}
 		p.tel.Shutdown()
 		memoryLimits.release(p)

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/otlpwire"
 	"github.com/tracesift/tracesift/internal/red"
 	"github.com/tracesift/tracesift/internal/store"
@@ -29,7 +30,15 @@ type redCounter struct {
 	keys           []string
 	instance, dims []int
 	droppedLogged  atomic.Bool
+
+	// outliers judges each instance against its peers every outlierEvery,
+	// on the rows flushed (flush is never called concurrently).
+	outliers   red.Outliers
+	lastJudged time.Time
 }
+
+// outlierEvery is how often instances are judged against their peers.
+const outlierEvery = 30 * time.Second
 
 func newREDCounter(cfg red.Config, next consumer.Traces, tel *telemetry, logger *zap.Logger) *redCounter {
 	dims := cfg.AllDimensions()
@@ -93,25 +102,35 @@ func (c *redCounter) run(ctx context.Context, stopping <-chan struct{}) {
 	defer t.Stop()
 	for {
 		select {
-		case <-t.C:
-			c.flush(ctx)
+		case now := <-t.C:
+			c.flush(ctx, now)
 		case <-stopping:
 			return
 		}
 	}
 }
 
-// flush sends what was counted since the last flush down the pipeline.
-func (c *redCounter) flush(ctx context.Context) {
+// flush sends what was counted since the last flush down the pipeline, and
+// every outlierEvery the instance_outlier findings of the last minutes.
+func (c *redCounter) flush(ctx context.Context, now time.Time) {
 	rows, overflowed := c.agg.Flush()
 	if overflowed > 0 {
 		c.tel.TracesiftSamplerRedOverflowSpans.Add(ctx, int64(overflowed))
 	}
-	if len(rows) == 0 {
+	c.outliers.Add(rows)
+	var findings []model.Finding
+	if now.Sub(c.lastJudged) >= outlierEvery {
+		c.lastJudged = now
+		findings = c.outliers.Judge(now)
+		for range findings {
+			c.tel.TracesiftSamplerFindings.Add(ctx, 1, c.tel.findingKind(red.KindInstanceOutlier))
+		}
+	}
+	if len(rows)+len(findings) == 0 {
 		return
 	}
 	td := ptrace.NewTraces()
-	store.AppendAnalysis(td, store.Analysis{RED: rows})
+	store.AppendAnalysis(td, store.Analysis{RED: rows, Findings: findings})
 	if err := c.next.ConsumeTraces(ctx, td); err != nil {
 		c.tel.TracesiftSamplerRedRowsDropped.Add(context.Background(), int64(len(rows)))
 		if c.droppedLogged.CompareAndSwap(false, true) {

@@ -96,3 +96,40 @@ func TestREDNeedsAStore(t *testing.T) {
 	cfg.RED.Enabled = false
 	assert.Nil(t, newHarness(t, cfg, withHost(storeHost{componenttest.NewNopHost()})).p.red)
 }
+
+// An instance much slower than its peers is an instance_outlier finding,
+// sent with the RED rows.
+func TestInstanceOutlierFound(t *testing.T) {
+	cfg := testConfig()
+	cfg.Analyze.Store = component.MustNewID("tracesift_store")
+	h := newHarness(t, cfg, withHost(storeHost{componenttest.NewNopHost()}))
+	td := ptrace.NewTraces()
+	n := uint64(0)
+	for _, inst := range []string{"cat-1", "cat-2", "cat-3", "cat-4"} {
+		for i := range 30 {
+			n++
+			dur := time.Duration(30+i%5) * time.Millisecond
+			if inst == "cat-4" {
+				dur = 900 * time.Millisecond
+			}
+			appendResource(t, td, "cat", spanSpec{trace: n, span: 1, start: time.Duration(i) * time.Second, dur: dur})
+			rs := td.ResourceSpans().At(td.ResourceSpans().Len() - 1)
+			rs.Resource().Attributes().PutStr("service.instance.id", inst)
+		}
+	}
+	h.consume(td)
+	h.barrier()
+	require.NoError(t, h.p.Shutdown(context.Background()))
+	var found []model.Finding
+	for _, td := range h.sink.AllTraces() {
+		for _, f := range store.AnalysisOf(td).Findings {
+			if f.Kind == red.KindInstanceOutlier {
+				found = append(found, f)
+			}
+		}
+	}
+	require.Len(t, found, 1)
+	assert.Equal(t, "cat op on cat-4", found[0].Subject)
+	assert.Contains(t, found[0].Summary, "cat-4: p99 9")
+	assert.Contains(t, found[0].Summary, "on its 3 peers")
+}

@@ -1,5 +1,6 @@
 -- Findings across traces, one row per (kind, service, subject): how often,
--- how bad, and the trace ids of the worst ones (among the first 1000 seen).
+-- how bad, and the trace ids of the worst ones (among the first 1000 seen;
+-- findings about no one trace, such as instance_outlier, give none).
 SELECT
     toString(kind) AS kind,
     toString(service) AS service,
@@ -9,7 +10,7 @@ SELECT
     avg(value) AS avg_value,
     quantileExact(0.5)(value) AS p50_value,
     max(value) AS max_value,
-    arrayMap(x -> x.2, arraySlice(arrayReverseSort(groupArray(1000)((value, trace_id))), 1, 5)) AS example_trace_ids,
+    arrayMap(x -> x.2, arraySlice(arrayReverseSort(groupArrayIf(1000)((value, trace_id), trace_id != '')), 1, 5)) AS example_trace_ids,
     toInt64(toUnixTimestamp64Nano(max(timestamp))) AS last_seen_ns
 FROM ${db}.findings
 WHERE timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
