@@ -65,7 +65,8 @@ func (o Options) withDefaults() Options {
 
 // Analyze runs every analyzer on t, indexing it once, and returns their
 // findings in a fixed order: slowest_hop, critical_path, retry_fanout,
-// timeout, error_origin, broken_propagation, fanout; within a kind, in the
+// timeout, error_origin, broken_propagation, fanout, throttled, fast_fail,
+// fallback, pool_exhausted; within a kind, in the
 // order each analyzer documents. A nil or empty trace has no findings (nil).
 // Analyze is safe for concurrent use and does not keep t.
 func Analyze(t *model.Trace, opts Options) []model.Finding {
@@ -83,6 +84,10 @@ func Analyze(t *model.Trace, opts Options) []model.Finding {
 	out = ix.errorOrigins(out, opts)
 	out = ix.brokenPropagation(out, opts)
 	out = ix.fanout(out, opts)
+	out = ix.throttled(out, opts)
+	out = ix.fastFail(out, opts)
+	out = ix.fallback(out, opts)
+	out = ix.poolExhausted(out, opts)
 	for i := range out {
 		out[i].Subject = subject(t, &out[i])
 	}

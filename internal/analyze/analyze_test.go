@@ -286,7 +286,8 @@ var analyzers = []struct {
 }{
 	{"SlowestHop", (*index).slowestHop}, {"CriticalPath", (*index).criticalPathFinding}, {"RetryFanout", (*index).retryFanout},
 	{"Timeouts", (*index).timeouts}, {"ErrorOrigins", (*index).errorOrigins}, {"BrokenPropagation", (*index).brokenPropagation},
-	{"Fanout", (*index).fanout},
+	{"Fanout", (*index).fanout}, {"Throttled", (*index).throttled}, {"FastFail", (*index).fastFail},
+	{"Fallback", (*index).fallback}, {"PoolExhausted", (*index).poolExhausted},
 }
 
 // runOne runs one analyzer on t, as Analyze does with all of them.

@@ -126,13 +126,15 @@ func TestBenchTraces(t *testing.T) {
 		t.Fatalf("bench traces have %d and %d spans", len(small.Spans), len(large.Spans))
 	}
 	// The small trace: the error is the declined authorization, the
-	// slowest hop is that call (34 ms, no callee span).
+	// slowest hop is that call (34 ms, no callee span), and the charge that
+	// answered all the same is a fallback.
 	fs := Analyze(small, DefaultOptions())
 	kinds := map[string]int{}
 	for _, f := range fs {
 		kinds[f.Kind]++
 	}
-	if kinds[KindSlowestHop] != 1 || kinds[KindCriticalPath] != 1 || kinds[KindErrorOrigin] != 1 || len(fs) != 3 {
+	if kinds[KindSlowestHop] != 1 || kinds[KindCriticalPath] != 1 || kinds[KindErrorOrigin] != 1 || kinds[KindFallback] != 1 ||
+		len(fs) != 4 {
 		t.Errorf("small trace findings: %s", dump(fs))
 	}
 	if fs[0].Value != 34 || fs[0].SpanIDs[0] != "00f067aa0ba902bf" {

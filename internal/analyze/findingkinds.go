@@ -10,4 +10,8 @@ const (
 	KindErrorOrigin       = "error_origin"
 	KindBrokenPropagation = "broken_propagation"
 	KindFanout            = "fanout"
+	KindThrottled         = "throttled"
+	KindFastFail          = "fast_fail"
+	KindFallback          = "fallback"
+	KindPoolExhausted     = "pool_exhausted"
 )

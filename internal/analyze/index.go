@@ -43,6 +43,10 @@ type index struct {
 	// Lazily computed, shared by analyzers.
 	selfDone bool
 	self     []uint64
+	// failure holds failed() of each span once asked: 0 not yet, 1 no, 2 yes;
+	// anyFailure whether some span failed (0 not yet, 1 no, 2 yes).
+	failure    []uint8
+	anyFailure uint8
 
 	// The call structure (retry_fanout), built on demand.
 	calls retryAnalysis
@@ -93,6 +97,7 @@ func sized[T any](s []T, n int) []T {
 func (ix *index) build(t *model.Trace) {
 	ix.t = t
 	ix.selfDone = false
+	ix.anyFailure = 0
 	var spans []model.Span
 	if t != nil {
 		spans = t.Spans
@@ -103,6 +108,7 @@ func (ix *index) build(t *model.Trace) {
 	ix.end = sized(ix.end, n)
 	ix.parent = sized(ix.parent, n)
 	ix.flags = sized(ix.flags, n)
+	ix.failure = sized(ix.failure, n)
 	ix.childOff = sized(ix.childOff, n+1)
 	ix.child = sized(ix.child, n)
 	ix.tops = ix.tops[:0]
