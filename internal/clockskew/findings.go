@@ -49,15 +49,30 @@ func (e *Estimator) Findings(t *model.Trace, obs []Observation) []model.Finding 
 		} else if seenBefore(obs[:i], p) {
 			continue
 		}
-		off, _, ok := e.Estimate(o.From, o.To)
-		if !ok || (off < e.cfg.Threshold && off > -e.cfg.Threshold) {
-			continue
-		}
 		var ids []string
+		var evidence *Observation // the call of the pair lying farthest outside its parent
 		for j := i; j < len(obs); j++ {
 			if obs[j].usable() && obs[j].Pair() == p {
 				ids = append(ids, obs[j].ChildSpanID)
+				if evidence == nil || obs[j].Outside > evidence.Outside {
+					evidence = &obs[j]
+				}
 			}
+		}
+		off, _, ok := e.Estimate(o.From, o.To)
+		text := ""
+		if !ok || (off < e.cfg.Threshold && off > -e.cfg.Threshold) {
+			// No estimate says so (yet); a call lying outside its parent by
+			// more than the threshold does.
+			if evidence.Outside <= e.cfg.Threshold {
+				continue
+			}
+			off = evidence.Offset
+			if evidence.From != o.From {
+				off = -off
+			}
+			text = "; seen in this trace alone: a server span lies " + formatMillis(evidence.Outside) +
+				" ms outside the call that made it"
 		}
 		out = append(out, model.Finding{
 			Kind:    analyze.KindClockSkew,
@@ -65,7 +80,7 @@ func (e *Estimator) Findings(t *model.Trace, obs []Observation) []model.Finding 
 			Service: o.ToService,
 			Subject: o.From + " → " + o.To,
 			Value:   float64(off) / float64(time.Millisecond),
-			Summary: summary(o, off),
+			Summary: summary(o, off) + text,
 		})
 	}
 	return out

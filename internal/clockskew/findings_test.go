@@ -50,7 +50,17 @@ func TestFindingsOnePair(t *testing.T) {
 		{name: "40 ms is below the 100 ms threshold", skew: ms(40), traces: 5},
 		{name: "-40 ms is below the 100 ms threshold", skew: ms(-40), traces: 5},
 		{name: "just below the threshold", skew: ms(100) - 1, traces: 5},
-		{name: "too few samples", skew: ms(250), traces: 4},
+		{
+			// No estimate yet, but the server span lies outside the call
+			// that made it by more than the threshold: evidence on its own.
+			name: "too few samples", skew: ms(250), traces: 4,
+			want: []model.Finding{{
+				Kind: analyze.KindClockSkew, SpanIDs: []string{"s1"}, Service: "payments", Subject: "web-1 → db-1", Value: 250,
+				Summary: "host db-1 (payments) clock is 250 ms ahead of host web-1 (checkout)" + correctedBy +
+					"; seen in this trace alone: a server span lies 245 ms outside the call that made it",
+			}},
+		},
+		{name: "too few samples, inside the call", skew: ms(4), traces: 4, mod: func(c *Config) { c.Threshold = 3 * time.Millisecond }},
 		{
 			name: "lower threshold", skew: ms(40), traces: 5, mod: func(c *Config) { c.Threshold = 30 * time.Millisecond },
 			want: []model.Finding{{
@@ -76,8 +86,9 @@ func TestFindingsOnePair(t *testing.T) {
 	}
 }
 
-// The estimate decides, not the trace: an in-sync trace of a skewed pair
-// still gets the finding, a skewed trace of an in-sync pair does not.
+// The estimate decides for an in-sync trace of a skewed pair, which still
+// gets the finding; a trace whose server span lies outside its call by more
+// than the threshold gets it on its own evidence whatever the estimate says.
 func TestFindingsUseTheEstimate(t *testing.T) {
 	e := newEstimator(t, nil)
 	observeN(e, t0, 10, callTrace(ms(250)))
@@ -90,8 +101,8 @@ func TestFindingsUseTheEstimate(t *testing.T) {
 	observeN(e2, t0, 10, callTrace(0))
 	odd := callTrace(5 * time.Second)
 	e2.Observe(t0.Add(time.Minute), PairOffsets(odd))
-	if got := e2.Findings(odd, nil); got != nil {
-		t.Fatalf("one odd trace raised %+v", got)
+	if got := e2.Findings(odd, nil); len(got) != 1 || got[0].Value != 5000 {
+		t.Fatalf("a trace 5 s outside its call: %+v, want one finding of 5000 ms", got)
 	}
 }
 

@@ -50,6 +50,11 @@ type Observation struct {
 	// per-trace fallback of Adjust uses them only when a pair has nothing
 	// better. Violation is always set with it.
 	ChildLonger bool
+	// Outside is how far the child lies outside its parent where correct
+	// clocks cannot put it: starting before the parent, or ending after it
+	// unless the child is longer (a client that gave up first); 0 when it
+	// fits. Beyond the skew threshold it is evidence of skew on its own.
+	Outside time.Duration
 }
 
 // Pair returns the observation's canonical host pair.
@@ -155,9 +160,20 @@ func PairOffsets(t *model.Trace) []Observation {
 			ChildSpanID:  c.SpanID,
 			Violation:    cs < ps || ce > pe,
 			ChildLonger:  ce-cs > pe-ps,
+			Outside:      time.Duration(outside(ps, pe, cs, ce)),
 		})
 	}
 	return out
+}
+
+// outside is how far a child [cs, ce] lies outside its parent [ps, pe] where
+// correct clocks cannot put it (see Observation.Outside).
+func outside(ps, pe, cs, ce int64) int64 {
+	d := max(ps-cs, 0)
+	if ce-cs <= pe-ps {
+		d = max(d, ce-pe)
+	}
+	return d
 }
 
 // candidate reports whether s can be the child of a usable pair.

@@ -31,19 +31,19 @@ func TestPairOffsets(t *testing.T) {
 			name:  "child 250 ms ahead",
 			spans: []spec{parent, child("db-1", srv, 260, 340)},
 			want: []Observation{{From: "web-1", To: "db-1", FromService: "checkout", ToService: "payments",
-				Offset: ms(250), ParentSpanID: "p", ChildSpanID: "c", Violation: true}},
+				Offset: ms(250), ParentSpanID: "p", ChildSpanID: "c", Violation: true, Outside: ms(240)}},
 		},
 		{
 			name:  "child 250 ms behind",
 			spans: []spec{parent, child("db-1", srv, -240, -160)},
 			want: []Observation{{From: "web-1", To: "db-1", FromService: "checkout", ToService: "payments",
-				Offset: ms(-250), ParentSpanID: "p", ChildSpanID: "c", Violation: true}},
+				Offset: ms(-250), ParentSpanID: "p", ChildSpanID: "c", Violation: true, Outside: ms(240)}},
 		},
 		{
 			name:  "child 40 ms ahead",
 			spans: []spec{parent, child("db-1", srv, 50, 130)},
 			want: []Observation{{From: "web-1", To: "db-1", FromService: "checkout", ToService: "payments",
-				Offset: ms(40), ParentSpanID: "p", ChildSpanID: "c", Violation: true}},
+				Offset: ms(40), ParentSpanID: "p", ChildSpanID: "c", Violation: true, Outside: ms(30)}},
 		},
 		{
 			name:  "child fits, centred",
@@ -69,6 +69,8 @@ func TestPairOffsets(t *testing.T) {
 			// Midpoints 50 and 150 ms: 100 ms, marked lower quality.
 			name:  "child longer than parent",
 			spans: []spec{parent, child("db-1", srv, 0, 300)},
+			// Ending after its parent is what a client that gave up first
+			// sees: not outside where correct clocks cannot put it.
 			want: []Observation{{From: "web-1", To: "db-1", FromService: "checkout", ToService: "payments",
 				Offset: ms(100), ParentSpanID: "p", ChildSpanID: "c", Violation: true, ChildLonger: true}},
 		},
@@ -76,7 +78,7 @@ func TestPairOffsets(t *testing.T) {
 			name:  "INTERNAL parent with a remote SERVER child is accepted",
 			spans: []spec{{"p", "", itl, "checkout", "web-1", 0, ms(100)}, child("db-1", srv, 260, 340)},
 			want: []Observation{{From: "web-1", To: "db-1", FromService: "checkout", ToService: "payments",
-				Offset: ms(250), ParentSpanID: "p", ChildSpanID: "c", Violation: true}},
+				Offset: ms(250), ParentSpanID: "p", ChildSpanID: "c", Violation: true, Outside: ms(240)}},
 		},
 		{
 			name:  "SERVER parent with a remote SERVER child is accepted",
@@ -122,7 +124,7 @@ func TestPairOffsetsTestdata(t *testing.T) {
 	}{
 		{"three_hosts.json", []Observation{
 			{From: "web-1", To: "db-1", FromService: "checkout", ToService: "payments", Offset: ms(240),
-				ParentSpanID: "a100000000000002", ChildSpanID: "b100000000000001", Violation: true},
+				ParentSpanID: "a100000000000002", ChildSpanID: "b100000000000001", Violation: true, Outside: ms(235)},
 			{From: "web-1", To: "inv-1", FromService: "checkout", ToService: "inventory", Offset: 0,
 				ParentSpanID: "a100000000000003", ChildSpanID: "c100000000000001"},
 		}},
@@ -130,7 +132,7 @@ func TestPairOffsetsTestdata(t *testing.T) {
 		// pairs, the same-host call and the host-less span do not.
 		{"messaging.json", []Observation{
 			{From: "q-1", To: "led-1", FromService: "billing", ToService: "ledger", Offset: ms(-30),
-				ParentSpanID: "e100000000000002", ChildSpanID: "f100000000000001", Violation: true},
+				ParentSpanID: "e100000000000002", ChildSpanID: "f100000000000001", Violation: true, Outside: ms(25)},
 		}},
 	}
 	for _, tc := range tests {
@@ -156,7 +158,7 @@ func TestPairOffsetsLargeTrace(t *testing.T) {
 		ss = append(ss, spec{c, p, srv, "payments", "db-1", ms(15) + skew, ms(105) + skew})
 		ss = append(ss, spec{p, "", cli, "checkout", "web-1", ms(10), ms(110)})
 		want = append(want, Observation{From: "web-1", To: "db-1", FromService: "checkout", ToService: "payments",
-			Offset: skew, ParentSpanID: p, ChildSpanID: c, Violation: i > 0})
+			Offset: skew, ParentSpanID: p, ChildSpanID: c, Violation: i > 0, Outside: max(skew-ms(5), 0)})
 	}
 	tr := mkTrace(ss...)
 	if len(tr.Spans) <= linearLookupMax {
