@@ -8,7 +8,7 @@ CHDB_LIB := $(CURDIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate run test test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build generate run test bench-red test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -77,6 +77,12 @@ bench-logs: deps
 bench-store: deps
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkStore$$' -benchtime 1x -timeout 60m ./bench/ | tee $(BENCH_OUT)/store.txt
+
+## bench-red: 24 hours of RED for 1000 series (TRACESIFT_BENCH_RED_SERIES) in the embedded ClickHouse, then
+## GET /api/v1/red's and /api/v1/compare's reads timed (target: under 200 ms)
+bench-red: deps
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkRED$$' -benchtime 1x -timeout 60m ./bench/ | tee $(BENCH_OUT)/red.txt
 
 ## bench-compare: only the comparison with the Collector's tail_sampling (about 2 minutes per run)
 bench-compare: deps
