@@ -258,6 +258,50 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, code)
 	})
 
+	t.Run("every trace through a skewed host carries clock_skew", func(t *testing.T) {
+		// Five failing traces from web-e2e calling a host whose clock runs
+		// 300 ms ahead: the first four come before the estimate has its five
+		// samples, and carry the finding all the same.
+		skewedExp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpoint(ep.http), otlptracehttp.WithInsecure())
+		require.NoError(t, err)
+		caller := tracerProvider(t, grpcExp, "shop").Tracer("e2e")
+		callee := tracerProvider(t, skewedExp, "ledger").Tracer("e2e")
+		var ids []string
+		for i := range 5 {
+			t0 := time.Now().Add(-time.Minute + time.Duration(i)*time.Second)
+			rootCtx, root := caller.Start(ctx, "POST /buy", trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(t0))
+			callCtx, call := caller.Start(rootCtx, "POST /book", trace.WithSpanKind(trace.SpanKindClient),
+				trace.WithTimestamp(t0.Add(10*time.Millisecond)))
+			skew := 300 * time.Millisecond
+			_, srv := callee.Start(callCtx, "POST /book", trace.WithSpanKind(trace.SpanKindServer),
+				trace.WithTimestamp(t0.Add(15*time.Millisecond+skew)))
+			srv.SetStatus(codes.Error, "ledger closed")
+			srv.End(trace.WithTimestamp(t0.Add(105*time.Millisecond + skew)))
+			call.SetStatus(codes.Error, "booking failed")
+			call.End(trace.WithTimestamp(t0.Add(110 * time.Millisecond)))
+			root.SetStatus(codes.Error, "purchase failed")
+			root.End(trace.WithTimestamp(t0.Add(120 * time.Millisecond)))
+			ids = append(ids, root.SpanContext().TraceID().String())
+		}
+		for _, id := range ids {
+			var tr *query.Trace
+			eventually(t, "trace "+id, func() bool {
+				var code int
+				code, tr = getTrace(t, ep, id)
+				return code == http.StatusOK && len(tr.Spans) == 3
+			})
+			var skew []query.Finding
+			for _, f := range tr.Findings {
+				if f.Kind == "clock_skew" {
+					skew = append(skew, f)
+				}
+			}
+			require.Len(t, skew, 1, "trace %s", id)
+			assert.Equal(t, "shop-host → ledger-host", skew[0].Subject)
+			assert.InDelta(t, 300, skew[0].Value, 1)
+		}
+	})
+
 	t.Run("RED counts the dropped traffic too", func(t *testing.T) {
 		// The healthy trace was dropped, the error trace kept: both root
 		// spans are requests, the error one an error.

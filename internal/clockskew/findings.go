@@ -3,6 +3,7 @@ package clockskew
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/tracesift/tracesift/internal/analyze"
@@ -111,4 +112,63 @@ func summary(o *Observation, off time.Duration) string {
 // 240 for 240.04 ms, 240.5 for 240.46 ms.
 func formatMillis(d time.Duration) string {
 	return strconv.FormatFloat(math.Round(float64(d)/float64(time.Millisecond/10))/10, 'f', -1, 64)
+}
+
+// StoredFindings are the clock_skew findings t gets from estimates stored
+// after it was kept (t.SkewedPairs): one for each skewed host pair it
+// crosses that none of t.Findings names, as Findings would have raised had
+// the estimate had its samples when the trace was decided.
+func StoredFindings(t *model.Trace) []model.Finding {
+	if len(t.SkewedPairs) == 0 {
+		return nil
+	}
+	have := map[Pair]bool{}
+	for _, f := range t.Findings {
+		if f.Kind != analyze.KindClockSkew {
+			continue
+		}
+		if from, to, ok := strings.Cut(f.Subject, " → "); ok {
+			p, _ := PairOf(from, to)
+			have[p] = true
+		}
+	}
+	obs := PairOffsets(t)
+	var out []model.Finding
+	for i := range obs {
+		o := &obs[i]
+		p := o.Pair()
+		if !o.usable() || have[p] {
+			continue
+		}
+		have[p] = true
+		var est *model.ClockPair
+		for k := range t.SkewedPairs {
+			if sp := &t.SkewedPairs[k]; sp.A == p.A && sp.B == p.B {
+				est = sp
+			}
+		}
+		if est == nil {
+			continue
+		}
+		off := time.Duration(est.OffsetNanos) // clock(B) − clock(A)
+		if o.From != p.A {
+			off = -off
+		}
+		var ids []string
+		for j := i; j < len(obs); j++ {
+			if obs[j].usable() && obs[j].Pair() == p {
+				ids = append(ids, obs[j].ChildSpanID)
+			}
+		}
+		dir := " ms ahead of host "
+		if off < 0 {
+			dir = " ms behind host "
+		}
+		out = append(out, model.Finding{Kind: analyze.KindClockSkew, SpanIDs: ids, Service: o.ToService,
+			Subject: o.From + " → " + o.To, Value: float64(off) / float64(time.Millisecond),
+			Summary: "host " + o.To + " (" + o.ToService + ") clock is " + formatMillis(max(off, -off)) + dir + o.From +
+				" (" + o.FromService + "), as estimated over " + strconv.Itoa(est.Samples) +
+				" traces around this one's time (after it was kept): cross-host timing between them cannot be trusted"})
+	}
+	return out
 }

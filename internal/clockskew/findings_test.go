@@ -5,6 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/tracesift/tracesift/internal/analyze"
 	"github.com/tracesift/tracesift/internal/model"
 )
@@ -209,4 +212,25 @@ func TestFindingsManyCalls(t *testing.T) {
 	if len(got) != 1 || got[0].Value != -300 || !reflect.DeepEqual(got[0].SpanIDs, wantIDs) {
 		t.Fatalf("Findings: %+v\nwant one of -300 ms (oriented db-1 → web-1) with span ids %v", got, wantIDs)
 	}
+}
+
+// Estimates stored after a trace was kept give it the findings of the
+// skewed pairs it crosses, oriented as its calls go, unless it has them.
+func TestStoredFindings(t *testing.T) {
+	tr := callTrace(ms(40)) // web-1 → db-1, 40 ms: inside the call, below any evidence
+	tr.SkewedPairs = []model.ClockPair{
+		{A: "db-1", B: "web-1", OffsetNanos: int64(-ms(240)), Samples: 7}, // clock(web-1) − clock(db-1)
+		{A: "db-1", B: "other-1", OffsetNanos: int64(ms(500)), Samples: 9},
+	}
+	got := StoredFindings(tr)
+	require.Len(t, got, 1)
+	assert.Equal(t, "web-1 → db-1", got[0].Subject)
+	assert.Equal(t, 240.0, got[0].Value, "clock(db-1) − clock(web-1)")
+	assert.Equal(t, []string{"s1"}, got[0].SpanIDs)
+	assert.Contains(t, got[0].Summary, "host db-1 (payments) clock is 240 ms ahead of host web-1 (checkout), as estimated over 7 traces")
+
+	tr.Findings = []model.Finding{{Kind: analyze.KindClockSkew, Subject: "db-1 → web-1"}}
+	assert.Empty(t, StoredFindings(tr), "the trace has the pair's finding already")
+	tr.Findings, tr.SkewedPairs = nil, nil
+	assert.Empty(t, StoredFindings(tr))
 }

@@ -137,6 +137,9 @@ type Trace struct {
 	// ClockOffsets are the offsets of the trace's hosts, in nanoseconds:
 	// clock(host) − clock(the root's host). Hosts in sync are absent.
 	ClockOffsets map[string]int64
+	// SkewedPairs are, as read from the store, the latest estimates near the
+	// trace's time of host pairs among its hosts that were skewed.
+	SkewedPairs []ClockPair
 }
 
 // Finding is what an analyzer says about a trace.
@@ -241,4 +244,15 @@ type REDPoint struct {
 	Requests     uint64
 	Errors       uint64
 	Latency      map[int32]uint64
+}
+
+// ClockPair is an estimate, at a time, that two hosts' clocks disagree by
+// the skew threshold or more: what lets a trace read later carry the
+// clock_skew finding although it was decided before the estimate had its
+// samples.
+type ClockPair struct {
+	TimeUnixNano uint64
+	A, B         string // in lexical order
+	OffsetNanos  int64  // clock(B) − clock(A)
+	Samples      int    // the traces the estimate is the median of
 }

@@ -47,5 +47,9 @@ func traceJSON(t *model.Trace) *Trace {
 	for i := range t.Findings {
 		out.Findings[i] = findingJSON(&t.Findings[i])
 	}
+	// Skew the sampler's estimate found only after the trace was decided.
+	for _, f := range clockskew.StoredFindings(t) {
+		out.Findings = append(out.Findings, findingJSON(&f))
+	}
 	return out
 }

@@ -29,6 +29,7 @@ const (
 	analysisFinding = "finding"
 	analysisClock   = "clock_offset"
 	analysisRED     = "red"
+	analysisPair    = "clock_pair"
 	attrKind        = "kind"
 	attrService     = "service"
 	attrSubject     = "subject"
@@ -45,6 +46,9 @@ const (
 	attrErrors      = "errors"
 	attrLatency     = "latency"       // bucket, count, bucket, count, ...
 	attrErrLatency  = "error_latency" // the same, of the errors
+	attrHostA       = "host_a"
+	attrHostB       = "host_b"
+	attrSamples     = "samples"
 )
 
 // Analysis is what the sampler hands on besides the kept spans.
@@ -52,13 +56,14 @@ type Analysis struct {
 	Findings []model.Finding
 	Clocks   []model.ClockOffset
 	RED      []model.RED
+	Pairs    []model.ClockPair
 }
 
 // AppendAnalysis appends a to td, in one resource marked with
 // AnalysisResource; nothing when a is empty.
 func AppendAnalysis(td ptrace.Traces, a Analysis) {
 	findings, clocks := a.Findings, a.Clocks
-	if len(findings)+len(clocks)+len(a.RED) == 0 {
+	if len(findings)+len(clocks)+len(a.RED)+len(a.Pairs) == 0 {
 		return
 	}
 	rs := td.ResourceSpans().AppendEmpty()
@@ -66,7 +71,7 @@ func AppendAnalysis(td ptrace.Traces, a Analysis) {
 	ss := rs.ScopeSpans().AppendEmpty()
 	ss.Scope().SetName(analysisScope)
 	spans := ss.Spans()
-	spans.EnsureCapacity(len(findings) + len(clocks) + len(a.RED))
+	spans.EnsureCapacity(len(findings) + len(clocks) + len(a.RED) + len(a.Pairs))
 	n := uint64(0)
 	row := func(name, traceID string, at uint64) pcommon.Map {
 		n++
@@ -120,6 +125,14 @@ func AppendAnalysis(td ptrace.Traces, a Analysis) {
 		putBuckets(attrs, attrLatency, r.Latency)
 		putBuckets(attrs, attrErrLatency, r.ErrorLatency)
 	}
+	for i := range a.Pairs {
+		p := &a.Pairs[i]
+		attrs := row(analysisPair, "", p.TimeUnixNano)
+		attrs.PutStr(attrHostA, p.A)
+		attrs.PutStr(attrHostB, p.B)
+		attrs.PutInt(attrOffsetNanos, p.OffsetNanos)
+		attrs.PutInt(attrSamples, int64(p.Samples))
+	}
 }
 
 // IsAnalysis reports whether rs carries findings and clock offsets rather
@@ -166,6 +179,15 @@ func AnalysisOf(td ptrace.Traces) (out Analysis) {
 					out.Clocks = append(out.Clocks, c)
 				case analysisRED:
 					out.RED = append(out.RED, redOf(at, a))
+				case analysisPair:
+					p := model.ClockPair{TimeUnixNano: at, A: str(a, attrHostA), B: str(a, attrHostB)}
+					if v, ok := a.Get(attrOffsetNanos); ok {
+						p.OffsetNanos = v.Int()
+					}
+					if v, ok := a.Get(attrSamples); ok {
+						p.Samples = int(v.Int())
+					}
+					out.Pairs = append(out.Pairs, p)
 				}
 			}
 		}

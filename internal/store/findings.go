@@ -109,3 +109,21 @@ func (w *Writer) WriteRED(ctx context.Context, rows []model.RED) error {
 		c[8].appendBucketMap(r.ErrorLatency)
 	})
 }
+
+// clockPairColumns are the clock_pairs table's columns in a Native block.
+var clockPairColumns = []nativeColumnDef{
+	{"timestamp", nativeDateTime}, {"host_a", nativeString}, {"host_b", nativeString}, {"offset_ns", nativeInt64},
+	{"samples", nativeUInt32},
+}
+
+// WriteClockPairs stores skewed host pairs' estimates in one insert.
+func (w *Writer) WriteClockPairs(ctx context.Context, rows []model.ClockPair) error {
+	return insertBlock(ctx, w.conn, w.clockPairs, "clock pairs", clockPairColumns, rows, w.notBefore(w.retention.Traces),
+		func(r *model.ClockPair) uint64 { return r.TimeUnixNano }, func(c []nativeColumn, r *model.ClockPair) {
+			c[0].appendUInt32(uint32(r.TimeUnixNano / 1e9))
+			c[1].appendString(r.A)
+			c[2].appendString(r.B)
+			c[3].appendInt64(r.OffsetNanos)
+			c[4].appendUInt32(uint32(max(r.Samples, 0)))
+		})
+}

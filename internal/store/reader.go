@@ -121,7 +121,14 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		startNs, endNs = min(startNs, int64(s.StartUnixNano)), max(endNs, int64(s.EndUnixNano))
 	}
 	w := r.cfg.LogWindow.Nanoseconds()
-	lp := Params{"trace_id": traceID, "from_ns": startNs - w, "to_ns": endNs + w, "limit": uint64(r.cfg.MaxLogs)}
+	hosts := map[string]bool{}
+	for _, s := range t.Spans {
+		if s.Host != "" && !strings.Contains(s.Host, "\n") {
+			hosts[s.Host] = true
+		}
+	}
+	lp := Params{"trace_id": traceID, "from_ns": startNs - w, "to_ns": endNs + w, "limit": uint64(r.cfg.MaxLogs),
+		"hosts": strings.Join(slices.Sorted(maps.Keys(hosts)), "\n")}
 	err = r.conn.Query(ctx, r.logs, lp, func(b []byte) error {
 		var row logRow
 		if err := json.Unmarshal(b, &row); err != nil {
@@ -143,13 +150,20 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 			Value    float64  `json:"value"`
 			Summary  string   `json:"summary"`
 			Host     string   `json:"host"`
+			HostB    string   `json:"host_b"`
 			OffsetNs int64    `json:"offset_ns"`
+			Samples  int      `json:"samples"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
-		if row.Clock == 1 {
+		switch row.Clock {
+		case 1:
 			t.ClockOffsets[row.Host] = row.OffsetNs
+			return nil
+		case 2:
+			t.SkewedPairs = append(t.SkewedPairs, model.ClockPair{A: row.Host, B: row.HostB, OffsetNanos: row.OffsetNs,
+				Samples: row.Samples})
 			return nil
 		}
 		if row.SpanIDs == nil {

@@ -22,14 +22,15 @@ type Writer struct {
 	// The tables, qualified with the database.
 	spans, logs, findings, clock  string
 	traceSummaries, resourceTable string
-	red                           string
+	red, clockPairs               string
 	resources                     writtenResources
 }
 
 // NewWriter returns a writer into database db over conn.
 func NewWriter(conn Conn, db string) *Writer {
 	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings", clock: db + ".trace_clock",
-		traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources", red: db + ".red", now: time.Now}
+		traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources", red: db + ".red", clockPairs: db + ".clock_pairs",
+		now: time.Now}
 }
 
 // SetRetention makes the writer skip the rows that are already older than
@@ -134,6 +135,9 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 		return WriteStats{}, err
 	}
 	if err := w.WriteRED(ctx, a.RED); err != nil {
+		return WriteStats{}, err
+	}
+	if err := w.WriteClockPairs(ctx, a.Pairs); err != nil {
 		return WriteStats{}, err
 	}
 	return st, nil

@@ -92,6 +92,9 @@ type analyzer struct {
 	skewed    atomic.Pointer[map[uint64]struct{}]
 	skewedAt  atomic.Int64
 	threshold time.Duration
+	// pairsAt is when the skewed pairs' estimates were last sent to the
+	// store (pairsDue).
+	pairsAt atomic.Int64
 
 	// export sends findings and clock offsets down the pipeline with the
 	// kept spans (analyze::store is set); otherwise they are only counted.
@@ -173,9 +176,31 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 		}
 	}
 	if a.export {
-		store.AppendAnalysis(td, store.Analysis{Findings: rows, Clocks: clocks})
+		store.AppendAnalysis(td, store.Analysis{Findings: rows, Clocks: clocks, Pairs: a.pairsDue(now)})
 	}
 	return len(rows)
+}
+
+// pairsEvery is how often the estimates of skewed host pairs go to the store.
+const pairsEvery = time.Minute
+
+// pairsDue returns the estimates of the host pairs whose skew reaches the
+// threshold, once every pairsEvery (to the first caller after it), for the
+// store: a trace read later then carries the clock_skew finding although it
+// was decided before the estimate had its samples.
+func (a *analyzer) pairsDue(now time.Time) []model.ClockPair {
+	last := a.pairsAt.Load()
+	if now.UnixNano()-last < int64(pairsEvery) || !a.pairsAt.CompareAndSwap(last, now.UnixNano()) {
+		return nil
+	}
+	var out []model.ClockPair
+	for _, pe := range a.skew.Snapshot() {
+		if pe.OK && (pe.Offset >= a.threshold || pe.Offset <= -a.threshold) {
+			out = append(out, model.ClockPair{TimeUnixNano: uint64(now.UnixNano()), A: pe.A, B: pe.B,
+				OffsetNanos: int64(pe.Offset), Samples: pe.Samples})
+		}
+	}
+	return out
 }
 
 // refreshSkewed rebuilds the set of skewed host pairs, once a second at most.

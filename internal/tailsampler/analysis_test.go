@@ -94,6 +94,11 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 		h.decideAfterWait()
 		h.clock.Advance(time.Second)
 	}
+	// A minute on, a kept trace carries the skewed pair's estimate for the
+	// store (traces decided before it matured get the finding when read).
+	h.clock.Advance(time.Minute)
+	h.consume(checkoutTrace(7, 300*time.Millisecond))
+	h.decideAfterWait()
 	// A late span of trace 1 is stored but not analyzed on its own.
 	late := request(t, "frontend", spanSpec{trace: 1, span: 99, parent: 1, dur: time.Millisecond})
 	h.consume(late)
@@ -102,9 +107,10 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 
 	var rows []model.Finding
 	var clocks []model.ClockOffset
+	var pairs []model.ClockPair
 	for _, td := range h.sink.AllTraces() {
 		a := store.AnalysisOf(td)
-		rows, clocks = append(rows, a.Findings...), append(clocks, a.Clocks...)
+		rows, clocks, pairs = append(rows, a.Findings...), append(clocks, a.Clocks...), append(pairs, a.Pairs...)
 		for i := range td.ResourceSpans().Len() {
 			if rs := td.ResourceSpans().At(i); store.IsAnalysis(rs) {
 				assert.Equal(t, 1, td.ResourceSpans().Len()-i, "the analysis resource comes last")
@@ -118,7 +124,7 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 		}
 		byTrace[r.TraceID][r.Kind] = append(byTrace[r.TraceID][r.Kind], r)
 	}
-	require.Len(t, byTrace, 6)
+	require.Len(t, byTrace, 7)
 	first := tid(1)
 	one := byTrace[hex.EncodeToString(first[:])]
 	require.Len(t, one[analyze.KindRetryFanout], 1)
@@ -143,7 +149,7 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 	require.Len(t, skew, 1)
 	assert.InDelta(t, 300, skew[0].Value, 1)
 	assert.Equal(t, "web-1 → pay-1", skew[0].Subject)
-	assert.EqualValues(t, 6, h.counter("otelcol_tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
+	assert.EqualValues(t, 7, h.counter("otelcol_tracesift_sampler_findings", attribute.String("kind", analyze.KindRetryFanout)))
 
 	// Every trace crossing the pair stored pay-1's offset for the query API:
 	// the trace's own calls at first, the estimate once it has its samples.
@@ -152,10 +158,15 @@ func TestKeptTracesAreAnalyzed(t *testing.T) {
 		assert.Equal(t, "pay-1", c.Host)
 		byTraceClock[c.TraceID] = c
 	}
-	require.Len(t, byTraceClock, 6)
+	require.Len(t, byTraceClock, 7)
 	c6 := byTraceClock[hex.EncodeToString(last[:])]
 	assert.InDelta(t, float64(300*time.Millisecond), float64(c6.OffsetNanos), float64(time.Millisecond))
 	assert.Equal(t, "estimate", c6.Source)
+	require.Len(t, pairs, 1, "the skewed pair, once a minute")
+	assert.Equal(t, "pay-1", pairs[0].A)
+	assert.Equal(t, "web-1", pairs[0].B)
+	assert.InDelta(t, float64(-300*time.Millisecond), float64(pairs[0].OffsetNanos), float64(time.Millisecond))
+	assert.GreaterOrEqual(t, pairs[0].Samples, 5)
 }
 
 // Without analyze::store the findings are only counted: nothing but the
@@ -182,4 +193,5 @@ func TestAnalyzeStoreMustBeAStoreExtension(t *testing.T) {
 	err = p.Start(context.Background(), componenttest.NewNopHost())
 	require.ErrorContains(t, err, "`analyze::store`: extension \"tracesift_store\" is not configured")
 	require.NoError(t, p.Shutdown(context.Background()))
+
 }

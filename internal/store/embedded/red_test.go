@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/red"
@@ -102,4 +104,40 @@ func TestREDSeriesSummed(t *testing.T) {
 	assert.Equal(t, uint64(3), by["owl-1"].Errors)
 	assert.Equal(t, map[int32]uint64{400: 3}, by["owl-1"].ErrorLatency)
 	assert.Equal(t, map[string]string{"service.version": "owl-2-v"}, by["owl-2"].Dimensions)
+}
+
+// A trace read after its hosts' skew was estimated gets the latest estimate
+// near its time of each skewed pair among its hosts.
+func TestSkewedPairsReadWithTheTrace(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{LogWindow: time.Minute})
+	base := time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
+	td := ptrace.NewTraces()
+	for i, host := range []string{"web-7", "db-7"} {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", "svc")
+		rs.Resource().Attributes().PutStr("host.name", host)
+		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetTraceID(traceID(0x7c))
+		sp.SetSpanID(spanID(byte(i + 1)))
+		if i == 1 {
+			sp.SetParentSpanID(spanID(1))
+		}
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(base))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Second)))
+	}
+	_, err := w.WriteTraces(ctx, td)
+	require.NoError(t, err)
+	at := func(d time.Duration) uint64 { return uint64(base.Add(d).UnixNano()) }
+	require.NoError(t, w.WriteClockPairs(ctx, []model.ClockPair{
+		{TimeUnixNano: at(10 * time.Second), A: "db-7", B: "web-7", OffsetNanos: -200e6, Samples: 5},
+		{TimeUnixNano: at(50 * time.Second), A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9}, // the latest
+		{TimeUnixNano: at(time.Hour), A: "db-7", B: "web-7", OffsetNanos: -900e6, Samples: 9},        // past the window
+		{TimeUnixNano: at(20 * time.Second), A: "db-7", B: "mq-7", OffsetNanos: 500e6, Samples: 5},   // another host
+	}))
+	got, err := r.GetTrace(ctx, traceID(0x7c).String())
+	require.NoError(t, err)
+	assert.Equal(t, []model.ClockPair{{A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9}}, got.SkewedPairs)
 }
