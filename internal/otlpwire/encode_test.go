@@ -51,7 +51,7 @@ func expected(td ptrace.Traces, r *Request, picked []int) ptrace.Traces {
 
 func TestAppendRequestGroupsInFirstSeenOrder(t *testing.T) {
 	td := richTraces(t)
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	require.NoError(t, Scan(marshal(t, td), &r))
 	n := len(r.Spans)
 	for _, picked := range [][]int{
@@ -111,7 +111,7 @@ func TestAppendRequestAcrossRequests(t *testing.T) {
 // the scope belongs elsewhere: the span is never lost or misplaced.
 func TestAppendRequestScopeUnderTwoResources(t *testing.T) {
 	td := richTraces(t)
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	require.NoError(t, Scan(marshal(t, td), &r))
 	a, b := r.Spans[0], r.Spans[1] // same scope, same resource
 	b.Resource = 2
@@ -129,7 +129,7 @@ func TestAppendRequestScopeUnderTwoResources(t *testing.T) {
 // traces.
 func TestResourceTail(t *testing.T) {
 	td := richTraces(t)
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	require.NoError(t, Scan(marshal(t, td), &r))
 	a, b := r.Spans[0], r.Spans[1] // same resource
 	require.Equal(t, a.Resource, b.Resource)

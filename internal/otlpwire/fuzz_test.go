@@ -24,7 +24,7 @@ func FuzzScan(f *testing.F) {
 	f.Add(bench[:2000])
 
 	f.Fuzz(func(t *testing.T, req []byte) {
-		r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+		r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 		err := Scan(req, &r)
 		td, perr := decodePdata(req)
 		if (err == nil) != (perr == nil) {

@@ -50,6 +50,22 @@ var testHostKeys = []string{"host.name", "host.id", "k8s.pod.name"}
 // too, one service.name, one that the test data never sets.
 var testResourceKeys = []string{"service.instance.id", "host.name", "service.name", "service.version", "never.set"}
 
+// testSpanKeys are read into SpanValues.
+var testSpanKeys = []string{"http.route", "exception.type", "error.type", "http.response.status_code", "never.set"}
+
+// refAttrValues are the values of keys in attrs as pdata sees them: nil when
+// absent or an array or a map.
+func refAttrValues(attrs pcommon.Map, keys []string) [][]byte {
+	out := make([][]byte, len(keys))
+	for k, key := range keys {
+		v, ok := attrs.Get(key)
+		if ok && v.Type() != pcommon.ValueTypeMap && v.Type() != pcommon.ValueTypeSlice {
+			out[k] = []byte(v.AsString())
+		}
+	}
+	return out
+}
+
 // refValues are Resource.Values as pdata sees them: nil when the attribute is
 // absent or an array or a map.
 func refValues(res pcommon.Resource) [][]byte {
@@ -130,6 +146,13 @@ func checkAgainstPdata(t testing.TB, td ptrace.Traces, r *Request) {
 				assert.Equal(t, int32(want.Kind()), got.Kind, where)
 				assert.Equal(t, int32(want.Status().Code()), got.StatusCode, where)
 				assert.Equal(t, timedOut(want), got.Marked, where)
+				if len(r.SpanKeys) > 0 {
+					gotVals := r.SpanValues(span)
+					for k, v := range refAttrValues(want.Attributes(), r.SpanKeys) {
+						assert.Equal(t, v == nil, gotVals[k] == nil, "%s: %s set", where, r.SpanKeys[k])
+						assert.Equal(t, string(v), string(gotVals[k]), "%s: %s", where, r.SpanKeys[k])
+					}
+				}
 				assert.Equal(t, !want.TraceID().IsEmpty() && !want.SpanID().IsEmpty(), got.Valid(), where)
 				assert.Equal(t, i, got.Resource, where)
 				assert.Equal(t, scope, got.Scope, where)

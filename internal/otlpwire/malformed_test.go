@@ -92,7 +92,7 @@ func TestScanTruncated(t *testing.T) {
 	req := marshal(t, richTraces(t))
 	ok := 0
 	for n := range len(req) {
-		r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+		r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 		err := Scan(req[:n], &r)
 		_, perr := decodePdata(req[:n])
 		require.Equal(t, perr == nil, err == nil, "prefix %d: Scan: %v; pdata: %v", n, err, perr)

@@ -93,9 +93,13 @@ type Request struct {
 	// ResourceKeys are resource attributes the caller wants the values of
 	// (Resource.Values), at most maxResourceKeys, set before Scan.
 	ResourceKeys []string
+	// SpanKeys are span attributes the caller wants the values of
+	// (SpanValues), at most maxSpanKeys, set before Scan.
+	SpanKeys []string
 
-	// values backs the Values of every resource.
-	values [][]byte
+	// values backs the Values of every resource; spanValues holds the
+	// SpanKeys values of each span, len(SpanKeys) a span.
+	values, spanValues [][]byte
 
 	// scratch holds the rare values that cannot alias the request: merged
 	// repeated messages, non-string service names. Slices of it stay valid
@@ -110,8 +114,27 @@ func (r *Request) Reset() {
 	clear(r.Scopes)
 	clear(r.Spans)
 	clear(r.values)
+	clear(r.spanValues)
 	r.Resources, r.Scopes, r.Spans, r.scratch, r.values = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0], r.values[:0]
+	r.spanValues = r.spanValues[:0]
 }
+
+// SpanValues are the values of SpanKeys on span i of r.Spans, in that order:
+// the first attribute of each key, rendered like Resource.ServiceName; nil
+// when the span does not set it (or sets an array or a map). Nil when there
+// are no SpanKeys.
+func (r *Request) SpanValues(i int) [][]byte {
+	n := r.spanKeys()
+	if n == 0 {
+		return nil
+	}
+	return r.spanValues[i*n : (i+1)*n : (i+1)*n]
+}
+
+// maxSpanKeys bounds Request.SpanKeys.
+const maxSpanKeys = 8
+
+func (r *Request) spanKeys() int { return min(len(r.SpanKeys), maxSpanKeys) }
 
 // Scan parses req, the bytes of an OTLP ExportTraceServiceRequest, into r,
 // replacing what r held. It accepts exactly what pdata's unmarshaler
@@ -125,6 +148,7 @@ func Scan(req []byte, r *Request) error {
 		r.Mark.prepare()
 	}
 	r.Resources, r.Scopes, r.Spans, r.scratch, r.values = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0], r.values[:0]
+	r.spanValues = r.spanValues[:0]
 	if err := r.scanRequest(req); err != nil {
 		return err
 	}
@@ -230,6 +254,7 @@ func (r *Request) scanResourceSpans(b []byte, base int) *Error {
 			if keep := (fl.num == fieldScopeSpans) == hasScopeSpans; !keep {
 				// Validated, as pdata parses it, but superseded.
 				r.Scopes, r.Spans = r.Scopes[:nScopes], r.Spans[:nSpans]
+				r.spanValues = r.spanValues[:nSpans*r.spanKeys()]
 			}
 			*idx++
 		case 3:
@@ -392,7 +417,13 @@ func (r *Request) scanScopeSpans(b []byte, base, ri int) *Error {
 		case 2:
 			raw := b[fl.s:fl.e]
 			r.Spans = append(r.Spans, Span{Raw: raw, Resource: ri, Scope: si})
-			if err := scanSpan(raw, base+fl.s, &r.Spans[len(r.Spans)-1], r.Mark); err != nil {
+			var vals [][]byte
+			if n := r.spanKeys(); n > 0 {
+				start := len(r.spanValues)
+				r.spanValues = append(r.spanValues, make([][]byte, n)...)
+				vals = r.spanValues[start : start+n : start+n]
+			}
+			if err := r.scanSpan(raw, base+fl.s, &r.Spans[len(r.Spans)-1], vals); err != nil {
 				return err.in("spans", nSpans)
 			}
 			nSpans++
@@ -428,14 +459,16 @@ func scanScope(b []byte, base int) *Error {
 }
 
 // scanSpan reads one Span message into sp (which holds Raw, Resource and
-// Scope already), marking it by mark (nil: never). It is the hot loop: one
-// pass, no allocation.
-func scanSpan(b []byte, base int, sp *Span, mark *MarkRule) *Error {
+// Scope already), marking it by r.Mark (nil: never), and the values of
+// r.SpanKeys into vals. It is the hot loop: one pass, no allocation.
+func (r *Request) scanSpan(b []byte, base int, sp *Span, vals [][]byte) *Error {
 	var (
 		statusMsg          []byte
 		marked             bool
 		nAttr, nEv, nLinks int
+		valueSeen          uint8 // bit k: SpanKeys[k] seen
 	)
+	mark := r.Mark
 	for i := 0; i < len(b); {
 		at := i
 		var fl field
@@ -491,6 +524,12 @@ func scanSpan(b []byte, base int, sp *Span, mark *MarkRule) *Error {
 			}
 			if !marked && mark != nil && mayMark(mark.spanLens, kv.key) {
 				marked = mark.spanAttr(&kv)
+			}
+			for k := range vals {
+				if valueSeen&(1<<k) == 0 && string(kv.key) == r.SpanKeys[k] {
+					valueSeen |= 1 << k
+					vals[k] = r.asString(&kv.val)
+				}
 			}
 			nAttr++
 		case 11:

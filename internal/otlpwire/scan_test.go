@@ -17,7 +17,7 @@ import (
 func TestScanMatchesPdata(t *testing.T) {
 	td := richTraces(t)
 	req := marshal(t, td)
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	require.NoError(t, Scan(req, &r))
 	require.Len(t, r.Spans, 4*2*3+1)
 	checkAgainstPdata(t, td, &r)
@@ -41,14 +41,14 @@ func TestScanServiceNameRendering(t *testing.T) {
 		require.NoError(t, rs.Resource().Attributes().FromRaw(map[string]any{"service.name": v}))
 		rs.Resource().Attributes().PutStr("service.name.other", "no")
 		rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
-		r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+		r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 		require.NoError(t, Scan(marshal(t, td), &r))
 		assert.Equal(t, refServiceName(rs.Resource()), string(r.Resources[0].ServiceName), "%#v", v)
 	}
 }
 
 func TestScanEmpty(t *testing.T) {
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	require.NoError(t, Scan(nil, &r))
 	assert.Empty(t, r.Spans)
 	assert.Empty(t, AppendRequest(nil, nil, nil, nil))
@@ -148,7 +148,7 @@ func TestTimeoutMarksMatchTheModel(t *testing.T) {
 			}
 			require.Equal(t, tt.want, timedOut(span), "the model's rule")
 
-			r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+			r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 			require.NoError(t, Scan(marshal(t, td), &r))
 			require.Len(t, r.Spans, 1)
 			assert.Equal(t, tt.want, r.Spans[0].Marked)
@@ -232,7 +232,7 @@ func request(spanFields ...[]byte) []byte {
 // both accept, on every extracted field.
 func scanAgainstPdata(t *testing.T, req []byte) (*Request, error) {
 	t.Helper()
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	err := Scan(req, &r)
 	td, perr := decodePdata(req)
 	require.Equal(t, perr == nil, err == nil, "Scan: %v; pdata: %v", err, perr)
@@ -365,7 +365,7 @@ func TestScanDeprecatedScopeSpans(t *testing.T) {
 
 func TestScanDoesNotAllocate(t *testing.T) {
 	req := benchRequest(t)
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	require.NoError(t, Scan(req, &r))
 	allocs := testing.AllocsPerRun(20, func() {
 		if err := Scan(req, &r); err != nil {
@@ -383,7 +383,7 @@ func TestScanDoesNotAllocate(t *testing.T) {
 }
 
 func TestReset(t *testing.T) {
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	require.NoError(t, Scan(marshal(t, richTraces(t)), &r))
 	spans := r.Spans[:cap(r.Spans)]
 	r.Reset()
@@ -392,7 +392,7 @@ func TestReset(t *testing.T) {
 }
 
 func TestErrorUnwrap(t *testing.T) {
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	err := Scan(request(fBytes(1, tid))[:10], &r)
 	require.Error(t, err)
 	assert.ErrorIs(t, err, ErrMalformed)
@@ -419,7 +419,7 @@ func TestParseKeyValueFastMatchesFields(t *testing.T) {
 	td := ptrace.NewTraces()
 	span := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	require.NoError(t, span.Attributes().FromRaw(map[string]any{"s": "v", "b": true, "i": int64(-1), "d": 504.0, "e": nil}))
-	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+	r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 	require.NoError(t, Scan(marshal(t, td), &r))
 	for raw := r.Spans[0].Raw; len(raw) > 0; {
 		fl, next, f := readField(raw, 0)
@@ -477,7 +477,7 @@ func TestScanHostName(t *testing.T) {
 		sp.SetSpanID([8]byte{1})
 		b, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 		require.NoError(t, err)
-		r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys}
+		r := Request{HostKeys: testHostKeys, Mark: timeoutRule, ResourceKeys: testResourceKeys, SpanKeys: testSpanKeys}
 		require.NoError(t, Scan(b, &r))
 		assert.Equal(t, tc.want, string(r.Resources[0].HostName), "%v", tc.attrs)
 		assert.Equal(t, refHostName(rs.Resource()), tc.want)

@@ -17,8 +17,11 @@ var DefaultDimensions = []string{"service.version", "deployment.environment.name
 	"cloud.region", "cloud.availability_zone", "host.name"}
 
 // MaxDimensions bounds the dimensions of a series, DefaultDimensions
-// included.
-const MaxDimensions = 12
+// included; maxSpanDimensions the configured ones, which are read from spans.
+const (
+	MaxDimensions     = 12
+	maxSpanDimensions = 6
+)
 
 // Config configures RED on all traffic (the sampler's `red` section).
 type Config struct {
@@ -31,8 +34,9 @@ type Config struct {
 	// count in one overflow series (dimension tracesift.red.overflow).
 	// Default 10000.
 	MaxSeries int `mapstructure:"max_series"`
-	// Dimensions are resource attributes to key series by, besides
-	// DefaultDimensions. Default none.
+	// Dimensions are attributes to key series by, besides
+	// DefaultDimensions: read from the span (http.route, a user tier), else
+	// from its resource. Default none; at most 8 span attributes are read.
 	Dimensions []string `mapstructure:"dimensions"`
 }
 
@@ -50,8 +54,9 @@ func (c *Config) Validate() error {
 	if c.MaxSeries < 1 {
 		errs = append(errs, fmt.Errorf("`red::max_series` must be at least 1, got %d", c.MaxSeries))
 	}
-	if n := len(c.AllDimensions()); n > MaxDimensions {
-		errs = append(errs, fmt.Errorf("`red::dimensions`: at most %d with the defaults, got %d", MaxDimensions, n))
+	if n := len(c.AllDimensions()); n > MaxDimensions || len(c.Dimensions) > maxSpanDimensions {
+		errs = append(errs, fmt.Errorf("`red::dimensions`: at most %d of them and %d with the defaults, got %d and %d",
+			maxSpanDimensions, MaxDimensions, len(c.Dimensions), n))
 	}
 	for _, d := range c.Dimensions {
 		if d == "" {

@@ -121,7 +121,7 @@ func TestLoadConfig(t *testing.T) {
 			"`analyze::fanout_threshold`", "`analyze::min_repeated_calls`",
 			"`skew_threshold`", "`skew_window`",
 			"`keep_retry_amplification` must be 0 (off) or at least 2",
-			"`red::interval` must be at least 1s", "`red::max_series` must be at least 1", "`red::dimensions`: at most 12"}},
+			"`red::interval` must be at least 1s", "`red::max_series` must be at least 1", "`red::dimensions`: at most 6 of them and 12 with the defaults"}},
 		{id: component.NewIDWithName(typ, "tiny_buffer"), wantErr: []string{"`max_buffered_bytes` must be at least 2097152", "`max_trace_bytes`", "`max_spans_per_trace`"}},
 	}
 	for _, tt := range tests {

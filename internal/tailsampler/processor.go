@@ -142,7 +142,7 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		sc := &scratch{index: make(map[pcommon.TraceID]int), counts: make([]int, n),
 			req: otlpwire.Request{HostKeys: store.HostKeys, Mark: timeoutMarks}}
 		if p.red != nil {
-			sc.req.ResourceKeys = p.red.keys
+			sc.req.ResourceKeys, sc.req.SpanKeys = p.red.keys, p.red.spanKeys
 			sc.redDims = make([][]byte, len(p.red.dims))
 		}
 		return sc

@@ -2,6 +2,7 @@ package tailsampler
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -29,7 +30,12 @@ type redCounter struct {
 	// the dimensions, in the aggregator's order.
 	keys           []string
 	instance, dims []int
-	droppedLogged  atomic.Bool
+	// spanKeys are the configured dimensions, read from the span first
+	// (Request.SpanKeys); spanDims[j] is dimension j's index among them, -1
+	// for a default dimension (resource only).
+	spanKeys      []string
+	spanDims      []int
+	droppedLogged atomic.Bool
 
 	// outliers judges each instance against its peers every outlierEvery,
 	// on the rows flushed (flush is never called concurrently).
@@ -58,6 +64,12 @@ func newREDCounter(cfg red.Config, next consumer.Traces, tel *telemetry, logger 
 	}
 	for _, k := range dims {
 		c.dims = append(c.dims, index(k))
+		sk := -1
+		if slices.Contains(cfg.Dimensions, k) && !slices.Contains(red.DefaultDimensions, k) {
+			sk = len(c.spanKeys)
+			c.spanKeys = append(c.spanKeys, k)
+		}
+		c.spanDims = append(c.spanDims, sk)
 	}
 	return c
 }
@@ -84,8 +96,15 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, dims [][]by
 				break
 			}
 		}
+		var spanVals [][]byte
+		if len(c.spanKeys) > 0 {
+			spanVals = req.SpanValues(i)
+		}
 		for j, k := range c.dims {
 			s.Dimensions[j] = res.Values[k]
+			if sk := c.spanDims[j]; sk >= 0 && spanVals[sk] != nil {
+				s.Dimensions[j] = spanVals[sk] // the span's own value wins over its resource's
+			}
 		}
 		s.Start, s.Duration = sp.Start, 0
 		if sp.End > sp.Start {

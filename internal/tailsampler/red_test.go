@@ -133,3 +133,26 @@ func TestInstanceOutlierFound(t *testing.T) {
 	assert.Contains(t, found[0].Summary, "cat-4: p99 9")
 	assert.Contains(t, found[0].Summary, "on its 3 peers")
 }
+
+// Configured dimensions come from the span, else from its resource.
+func TestREDDimensionsFromSpansAndResources(t *testing.T) {
+	cfg := testConfig()
+	cfg.Analyze.Store = component.MustNewID("tracesift_store")
+	cfg.RED.Dimensions = []string{"http.route", "user.tier"}
+	h := newHarness(t, cfg, withHost(storeHost{componenttest.NewNopHost()}))
+	td := request(t, "cat",
+		spanSpec{trace: 1, span: 1, dur: time.Millisecond, attrs: map[string]any{"http.route": "/cats/{id}", "user.tier": "gold"}},
+		spanSpec{trace: 2, span: 1, dur: time.Millisecond, attrs: map[string]any{"http.route": "/cats/{id}"}},
+		spanSpec{trace: 3, span: 1, dur: time.Millisecond})
+	td.ResourceSpans().At(0).Resource().Attributes().PutStr("user.tier", "free")
+	h.consume(td)
+	h.barrier()
+	require.NoError(t, h.p.Shutdown(context.Background()))
+	got := map[string]uint64{}
+	for _, td := range h.sink.AllTraces() {
+		for _, r := range store.AnalysisOf(td).RED {
+			got[r.Dimensions["http.route"]+"|"+r.Dimensions["user.tier"]] += r.Requests
+		}
+	}
+	assert.Equal(t, map[string]uint64{"/cats/{id}|gold": 1, "/cats/{id}|free": 1, "|free": 1}, got)
+}
