@@ -272,6 +272,42 @@ var poolNeedles = func() []string {
 	return out
 }()
 
+// NamesPoolExhaustion reports whether text (an error, an exception, a log
+// line) says a connection or thread pool ran dry, as pool_exhausted finds.
+func NamesPoolExhaustion(text string) bool { return namesPool(text) }
+
+// LogPoolFindings are the pool_exhausted findings the trace's logs show for
+// services its spans have none of: one per service, naming its lines' spans.
+func LogPoolFindings(t *model.Trace) []model.Finding {
+	have := map[string]bool{}
+	for _, f := range t.Findings {
+		if f.Kind == KindPoolExhausted {
+			have[f.Service] = true
+		}
+	}
+	var out []model.Finding
+	at := map[string]int{}
+	for _, l := range t.Logs {
+		if l.Service == "" || have[l.Service] || !namesPool(l.Body) {
+			continue
+		}
+		i, ok := at[l.Service]
+		if !ok {
+			i = len(out)
+			at[l.Service] = i
+			out = append(out, model.Finding{TraceID: t.TraceID, Kind: KindPoolExhausted, SpanIDs: []string{},
+				Service: l.Service, Subject: l.Service + " logs",
+				Summary: l.Service + ": a pool ran dry, as its log says: " + clip(l.Body, 160)})
+		}
+		f := &out[i]
+		f.Value++
+		if l.SpanID != "" && !slices.Contains(f.SpanIDs, l.SpanID) && len(f.SpanIDs) < defaultMaxSpanIDs {
+			f.SpanIDs = append(f.SpanIDs, l.SpanID)
+		}
+	}
+	return out
+}
+
 // namesPool reports whether t names a pool that ran dry.
 func namesPool(t string) bool {
 	if t == "" {

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/tracesift/tracesift/internal/analyze"
 	"github.com/tracesift/tracesift/internal/clockskew"
 	"github.com/tracesift/tracesift/internal/model"
 )
@@ -49,6 +50,10 @@ func traceJSON(t *model.Trace) *Trace {
 	}
 	// Skew the sampler's estimate found only after the trace was decided.
 	for _, f := range clockskew.StoredFindings(t) {
+		out.Findings = append(out.Findings, findingJSON(&f))
+	}
+	// Pools that ran dry, told by the trace's logs only.
+	for _, f := range analyze.LogPoolFindings(t) {
 		out.Findings = append(out.Findings, findingJSON(&f))
 	}
 	return out

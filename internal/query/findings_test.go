@@ -99,3 +99,33 @@ func TestTraceTimesAdjustedForClockSkew(t *testing.T) {
 	assert.Equal(t, base+70*ms, got.Spans[2].AdjustedStartTimeUnixNano)
 	assert.Equal(t, map[string]int64{"db-1": int64(250 * ms)}, got.ClockOffsets)
 }
+
+// A pool that ran dry shows in the trace's logs only: the trace read gets a
+// pool_exhausted finding for that service; a service whose spans already
+// say so gets no second one.
+func TestPoolExhaustedFromLogs(t *testing.T) {
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	reader := fakeReader{id: {
+		TraceID: id,
+		Spans:   []model.Span{{TraceID: id, SpanID: "0000000000000001", Service: "orders", Name: "POST /orders"}},
+		Logs: []model.Log{
+			{Service: "orders", SpanID: "0000000000000001", Body: "HikariPool-1 - Connection is not available, request timed out after 30000ms."},
+			{Service: "orders", SpanID: "0000000000000001", Body: "HikariPool-1 - Connection is not available, request timed out after 30001ms."},
+			{Service: "orders", Body: "order 42 saved"},
+			{Service: "notify", Body: "java.util.concurrent.RejectedExecutionException: Task rejected"},
+		},
+		Findings: []model.Finding{{Kind: "pool_exhausted", Service: "notify", SpanIDs: []string{}, Summary: "from spans"}},
+	}}
+	rec := httptest.NewRecorder()
+	NewHandler(reader, zap.NewNop()).ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces/"+id, nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	var got Trace
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	require.Len(t, got.Findings, 2)
+	f := got.Findings[1]
+	assert.Equal(t, "pool_exhausted", f.Kind)
+	assert.Equal(t, "orders", f.Service)
+	assert.Equal(t, 2.0, f.Value)
+	assert.Equal(t, []string{"0000000000000001"}, f.SpanIDs)
+	assert.Contains(t, f.Summary, "orders: a pool ran dry, as its log says: HikariPool-1 - Connection is not available")
+}
