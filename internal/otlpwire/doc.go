@@ -1,13 +1,14 @@
 // Package otlpwire reads OTLP trace export requests without decoding them.
 //
 // The OpenTelemetry Collector's OTLP receiver unmarshals every request into
-// pdata: about 37 allocations and 2 KB per span, some 240 k spans per second
-// per core. A tail sampler then drops about 97 % of those spans, so nearly all
-// of that work is thrown away. Scan instead walks the protobuf wire format
-// once, reads only what routing and the keep rules need (ids, times, status,
-// service.name, the host, whether the caller's MarkRule marks the span) and keeps each span as a slice of the
-// request's own bytes: no allocation per span, and the raw span is several
-// times smaller to buffer than its pdata form. The spans a sampler keeps are
+// pdata, allocating for every span, and a tail sampler then drops nearly all
+// of those spans, so nearly all of that work is thrown away
+// (docs/benchmarks.md has the figures). Scan instead walks the protobuf wire
+// format once, reads only what routing, the keep rules and RED need (ids,
+// times, status, service.name, the host, the values of the attributes the
+// caller names, whether the caller's MarkRule marks the span) and keeps each
+// span as a slice of the request's own bytes: no allocation per span, and the
+// raw span is several times smaller to buffer than its pdata form. The spans a sampler keeps are
 // written back as a request with AppendRequest (or an Encoder), copying bytes;
 // only those are ever decoded in full, downstream.
 //

@@ -2,11 +2,10 @@
 // Collector's otlp receiver, for traces and logs, that hands trace requests
 // to the tail sampler as the raw bytes that came off the wire.
 //
-// Why: the Collector's otlp receiver unmarshals every request into pdata
-// (some 37 allocations and 2 KB per span) before the sampler drops about
-// 97 % of it. tracesift's sampler reads requests with otlpwire, a protobuf
-// walk several times faster that allocates nothing per span, and decodes in
-// full only what it keeps. So this receiver never decodes a protobuf trace
+// Why: the Collector's otlp receiver unmarshals every request into pdata,
+// allocating for every span, before the sampler drops most of it.
+// tracesift's sampler reads requests with otlpwire, a protobuf walk that
+// allocates nothing per span, and decodes in full only what it keeps. So this receiver never decodes a protobuf trace
 // request: its gRPC services are hand-written ServiceDescs whose handlers
 // decode into a raw-bytes message through the server's own codec, and its
 // HTTP handler passes the body as read. The sampler validates the bytes
