@@ -1,5 +1,7 @@
 package otlpwire
 
+import "slices"
+
 // Span is what routing and the keep rules need from one span, plus the raw
 // bytes to keep. The byte slices alias the scanned request: they are valid as
 // long as the request's bytes are, and a sampler that holds a span beyond
@@ -204,7 +206,7 @@ func (r *Request) scanResourceSpans(b []byte, base int) *Error {
 	r.Resources = append(r.Resources, Resource{})
 	if n := min(len(r.ResourceKeys), maxResourceKeys); n > 0 {
 		start := len(r.values)
-		r.values = append(r.values, make([][]byte, n)...)
+		r.values = grow(r.values, n)
 		r.Resources[ri].Values = r.values[start : start+n : start+n]
 	}
 	// pdata's migration uses the deprecated scope spans only when there are
@@ -295,6 +297,15 @@ func (r *Request) hostKeyRank(key []byte) int {
 		}
 	}
 	return 0
+}
+
+// grow extends s by n nil values, allocating only when its capacity is
+// short (append of a made slice allocates under the race detector).
+func grow(s [][]byte, n int) [][]byte {
+	start := len(s)
+	s = slices.Grow(s, n)[:start+n]
+	clear(s[start:])
+	return s
 }
 
 // maxResourceKeys bounds Request.ResourceKeys.
@@ -420,7 +431,7 @@ func (r *Request) scanScopeSpans(b []byte, base, ri int) *Error {
 			var vals [][]byte
 			if n := r.spanKeys(); n > 0 {
 				start := len(r.spanValues)
-				r.spanValues = append(r.spanValues, make([][]byte, n)...)
+				r.spanValues = grow(r.spanValues, n)
 				vals = r.spanValues[start : start+n : start+n]
 			}
 			if err := r.scanSpan(raw, base+fl.s, &r.Spans[len(r.Spans)-1], vals); err != nil {
