@@ -86,6 +86,15 @@ func (ix *index) callee(i int32) string {
 	return ix.span(i).Name
 }
 
+// spanIDs are the ids of the first n of spans.
+func (ix *index) spanIDs(spans []int32, n int) []string {
+	ids := make([]string, 0, min(len(spans), n))
+	for _, i := range spans[:min(len(spans), n)] {
+		ids = append(ids, ix.span(i).SpanID)
+	}
+	return ids
+}
+
 // edge is a call edge: the caller's service and the callee.
 type edge struct{ caller, callee string }
 
@@ -105,11 +114,7 @@ func (ix *index) edgeFindings(out []model.Finding, kind string, calls []int32, o
 	}
 	for _, e := range order {
 		cs := by[e]
-		ids := make([]string, 0, min(len(cs), opts.MaxSpanIDs))
-		for _, c := range cs[:min(len(cs), opts.MaxSpanIDs)] {
-			ids = append(ids, ix.span(c).SpanID)
-		}
-		out = append(out, model.Finding{Kind: kind, SpanIDs: ids, Service: e.caller, Value: float64(len(cs)),
+		out = append(out, model.Finding{Kind: kind, SpanIDs: ix.spanIDs(cs, opts.MaxSpanIDs), Service: e.caller, Value: float64(len(cs)),
 			Summary: what(e, cs)})
 	}
 	return out
@@ -364,11 +369,7 @@ func (ix *index) poolExhausted(out []model.Finding, opts Options) []model.Findin
 	}
 	for _, svc := range order {
 		spans := by[svc]
-		ids := make([]string, 0, min(len(spans), opts.MaxSpanIDs))
-		for _, i := range spans[:min(len(spans), opts.MaxSpanIDs)] {
-			ids = append(ids, ix.span(i).SpanID)
-		}
-		out = append(out, model.Finding{Kind: KindPoolExhausted, SpanIDs: ids, Service: svc, Value: float64(len(spans)),
+		out = append(out, model.Finding{Kind: KindPoolExhausted, SpanIDs: ix.spanIDs(spans, opts.MaxSpanIDs), Service: svc, Value: float64(len(spans)),
 			Summary: svc + ": a pool ran dry in " + plural(len(spans), "span", "spans") + ": " + text[svc]})
 	}
 	return out
