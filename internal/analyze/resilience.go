@@ -277,10 +277,6 @@ var poolNeedles = func() []string {
 	return out
 }()
 
-// NamesPoolExhaustion reports whether text (an error, an exception, a log
-// line) says a connection or thread pool ran dry, as pool_exhausted finds.
-func NamesPoolExhaustion(text string) bool { return namesPool(text) }
-
 // LogPoolFindings are the pool_exhausted findings the trace's logs show for
 // services its spans have none of: one per service, naming its lines' spans.
 func LogPoolFindings(t *model.Trace) []model.Finding {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tracesift/tracesift/internal/red"
-	"github.com/tracesift/tracesift/internal/store"
 )
 
 // Defaults and bounds of GET /api/v1/compare.
@@ -37,13 +36,9 @@ type DimensionShare struct {
 // over-represented among the failing first. From the RED of all traffic.
 func (a *api) getCompare(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.REDFilter{Service: q.Get("service"), Operation: q.Get("operation")}
-	switch {
-	case f.Service == "":
-		writeError(w, http.StatusBadRequest, "`service` is required")
-		return
-	case len(f.Service) > maxParamLen || len(f.Operation) > maxParamLen:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("`service` and `operation` are at most %d bytes", maxParamLen))
+	f, msg := serviceParams(q)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
 	slow := defaultCompareSlow
@@ -55,7 +50,6 @@ func (a *api) getCompare(w http.ResponseWriter, r *http.Request) {
 		}
 		slow = d
 	}
-	var msg string
 	var limit int
 	if f.Start, f.End, limit, msg = window(q, time.Now(), defaultREDRange, defaultCompareLimit, maxCompareLimit); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/tracesift/tracesift/internal/model"
@@ -83,6 +84,20 @@ func redGroupJSON(g *model.REDGroup) REDGroup {
 	return out
 }
 
+// serviceParams reads the parameters the RED reads share: service
+// (required), operation and groupBy; msg is the 400 message when one is
+// invalid.
+func serviceParams(q url.Values) (f store.REDFilter, msg string) {
+	f = store.REDFilter{Service: q.Get("service"), Operation: q.Get("operation"), GroupBy: q.Get("groupBy")}
+	switch {
+	case f.Service == "":
+		return f, "`service` is required"
+	case len(f.Service) > maxParamLen || len(f.Operation) > maxParamLen || len(f.GroupBy) > maxParamLen:
+		return f, fmt.Sprintf("`service`, `operation` and `groupBy` are at most %d bytes", maxParamLen)
+	}
+	return f, ""
+}
+
 // getRED serves GET /api/v1/red?service=&operation=&groupBy=&start=&end=&step=:
 // requests, errors and latency of a service (and operation) on all traffic
 // received, per instance (the default), operation, version or another
@@ -90,22 +105,18 @@ func redGroupJSON(g *model.REDGroup) REDGroup {
 // step when one is given.
 func (a *api) getRED(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := store.REDFilter{Service: q.Get("service"), Operation: q.Get("operation"), GroupBy: q.Get("groupBy"), MaxGroups: maxREDGroups}
-	switch {
-	case f.Service == "":
-		writeError(w, http.StatusBadRequest, "`service` is required")
-		return
-	case len(f.Service) > maxParamLen || len(f.Operation) > maxParamLen || len(f.GroupBy) > maxParamLen:
-		writeError(w, http.StatusBadRequest, fmt.Sprintf("`service`, `operation` and `groupBy` are at most %d bytes", maxParamLen))
+	f, msg := serviceParams(q)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
+	f.MaxGroups = maxREDGroups
 	switch f.GroupBy {
 	case "":
 		f.GroupBy = "instance"
 	case "version":
 		f.GroupBy = "service.version"
 	}
-	var msg string
 	if f.Start, f.End, _, msg = window(q, time.Now(), defaultREDRange, 1, 1); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return

@@ -30,29 +30,30 @@ type storedLink struct {
 	Attributes map[string]string `json:"attributes"`
 }
 
-// decodeEvents reads an events column; a value that does not parse gives no
-// events rather than failing the whole trace.
+// decodeEvents reads an events column.
 func decodeEvents(col string) []model.Event {
-	var in []storedEvent
-	if col != "" {
-		_ = json.Unmarshal([]byte(col), &in)
-	}
-	out := make([]model.Event, len(in))
-	for i, e := range in {
-		out[i] = model.Event{Name: e.Name, TimeUnixNano: e.TimeUnixNano, Attributes: nonNil(e.Attributes)}
-	}
-	return out
+	return decodeColumn(col, func(e storedEvent) model.Event {
+		return model.Event{Name: e.Name, TimeUnixNano: e.TimeUnixNano, Attributes: nonNil(e.Attributes)}
+	})
 }
 
-// decodeLinks reads a links column, as decodeEvents does.
+// decodeLinks reads a links column.
 func decodeLinks(col string) []model.Link {
-	var in []storedLink
+	return decodeColumn(col, func(l storedLink) model.Link {
+		return model.Link{TraceID: l.TraceID, SpanID: l.SpanID, Attributes: nonNil(l.Attributes)}
+	})
+}
+
+// decodeColumn reads a JSON array column of S into the model's T; a value
+// that does not parse gives none rather than failing the whole trace.
+func decodeColumn[S, T any](col string, to func(S) T) []T {
+	var in []S
 	if col != "" {
 		_ = json.Unmarshal([]byte(col), &in)
 	}
-	out := make([]model.Link, len(in))
-	for i, l := range in {
-		out[i] = model.Link{TraceID: l.TraceID, SpanID: l.SpanID, Attributes: nonNil(l.Attributes)}
+	out := make([]T, len(in))
+	for i, v := range in {
+		out[i] = to(v)
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -65,15 +66,7 @@ func (r *Reader) RED(ctx context.Context, f REDFilter) ([]model.REDGroup, error)
 	if err != nil {
 		return nil, fmt.Errorf("reading RED: %w", err)
 	}
-	slices.SortStableFunc(order, func(a, b *model.REDGroup) int {
-		switch {
-		case a.Requests > b.Requests:
-			return -1
-		case a.Requests < b.Requests:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(order, func(a, b *model.REDGroup) int { return cmp.Compare(b.Requests, a.Requests) })
 	if f.MaxGroups > 0 && len(order) > f.MaxGroups {
 		order = order[:f.MaxGroups]
 	}

@@ -114,19 +114,6 @@ func newAnalyzer(cfg AnalyzeConfig, logger *zap.Logger, tel *telemetry) (*analyz
 	return &analyzer{opts: opts, skew: est, logger: logger, tel: tel, threshold: cfg.Skew.Threshold}, nil
 }
 
-// start checks that the store named by analyze::store is there, and if so
-// sends findings down the pipeline.
-func (a *analyzer) start(host component.Host, id component.ID) error {
-	if id == (component.ID{}) {
-		return nil
-	}
-	if err := checkStore(host, id); err != nil {
-		return err
-	}
-	a.export = true
-	return nil
-}
-
 // checkStore checks that the extension analyze::store names is a
 // tracesift_store.
 func checkStore(host component.Host, id component.ID) error {

@@ -165,14 +165,13 @@ func (p *sampler) Start(_ context.Context, host component.Host) error {
 	if p.started {
 		return errors.New("tracesift_sampler: already started")
 	}
-	if p.analyzer != nil {
-		if err := p.analyzer.start(host, p.findingsAt); err != nil {
-			return fmt.Errorf("tracesift_sampler: %w", err)
-		}
-	}
-	if p.red != nil {
+	// Findings, offsets and RED go down the pipeline to analyze::store.
+	if p.findingsAt != (component.ID{}) {
 		if err := checkStore(host, p.findingsAt); err != nil {
 			return fmt.Errorf("tracesift_sampler: %w", err)
+		}
+		if p.analyzer != nil {
+			p.analyzer.export = true
 		}
 	}
 	p.started = true

@@ -152,9 +152,11 @@ func (c *redCounter) flush(ctx context.Context, now time.Time) {
 	store.AppendAnalysis(td, store.Analysis{RED: rows, Findings: findings})
 	if err := c.next.ConsumeTraces(ctx, td); err != nil {
 		c.tel.TracesiftSamplerRedRowsDropped.Add(context.Background(), int64(len(rows)))
+		c.tel.TracesiftSamplerFindingsDropped.Add(context.Background(), int64(len(findings)))
 		if c.droppedLogged.CompareAndSwap(false, true) {
-			c.logger.Warn("The next consumer rejected RED rows; they are lost, counted in "+
-				"otelcol_tracesift_sampler_red_rows_dropped (logged once)", zap.Int("rows", len(rows)), zap.Error(err))
+			c.logger.Warn("The next consumer rejected RED rows and instance_outlier findings; they are lost, counted in "+
+				"otelcol_tracesift_sampler_red_rows_dropped and …_findings_dropped (logged once)",
+				zap.Int("rows", len(rows)), zap.Int("findings", len(findings)), zap.Error(err))
 		}
 		return
 	}

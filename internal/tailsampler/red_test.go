@@ -2,6 +2,7 @@ package tailsampler
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/model"
@@ -155,4 +157,18 @@ func TestREDDimensionsFromSpansAndResources(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]uint64{"/cats/{id}|gold": 1, "/cats/{id}|free": 1, "|free": 1}, got)
+}
+
+// RED rows and outlier findings the next consumer rejects are counted as
+// dropped.
+func TestREDRowsRejectedAreCounted(t *testing.T) {
+	cfg := testConfig()
+	cfg.Analyze.Store = component.MustNewID("tracesift_store")
+	h := newHarness(t, cfg, withHost(storeHost{componenttest.NewNopHost()}),
+		withNext(consumertest.NewErr(errors.New("store unavailable"))))
+	h.consume(request(t, "cat", spanSpec{trace: 1, span: 1, dur: time.Millisecond}))
+	h.barrier()
+	require.NoError(t, h.p.Shutdown(context.Background()))
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_red_rows_dropped"))
+	assert.Zero(t, h.counter("otelcol_tracesift_sampler_red_rows"))
 }
