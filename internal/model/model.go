@@ -223,6 +223,18 @@ type RED struct {
 	ErrorLatency map[int32]uint64
 }
 
+// REDTally is one series' requests over a window, split for comparing
+// failing requests with healthy ones: Slow counts the requests that did not
+// fail but took longer than a threshold (known to a sketch bucket).
+type REDTally struct {
+	Operation  string
+	Instance   string
+	Dimensions map[string]string
+	Requests   uint64
+	Errors     uint64
+	Slow       uint64
+}
+
 // REDGroup is the RED of a service's series that share one value of a key
 // (an instance, an operation, a dimension's value), over a window.
 type REDGroup struct {
@@ -243,7 +255,10 @@ type REDPoint struct {
 	TimeUnixNano uint64
 	Requests     uint64
 	Errors       uint64
-	Latency      map[int32]uint64
+	// P99Bucket is the latency sketch's bucket of the 99th percentile
+	// (red.BucketValue is its duration); the store reads it alone, not the
+	// point's sketch, to keep a long series small.
+	P99Bucket int32
 }
 
 // ClockPair is an estimate, at a time, that two hosts' clocks disagree by

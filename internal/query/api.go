@@ -26,7 +26,7 @@ type TraceReader interface {
 	Services(ctx context.Context, start, end int64) ([]string, error)
 	Operations(ctx context.Context, service string, start, end int64) ([]string, error)
 	RED(ctx context.Context, f store.REDFilter) ([]model.REDGroup, error)
-	REDSeries(ctx context.Context, f store.REDFilter) ([]model.RED, error)
+	REDTallies(ctx context.Context, f store.REDFilter, slowBucket int32) ([]model.REDTally, error)
 }
 
 // NewHandler returns the API's routes over r.

@@ -55,8 +55,8 @@ func (a *api) getCompare(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	series, err := a.reader.REDSeries(r.Context(), f)
-	c := red.Compare(series, uint64(slow))
+	series, err := a.reader.REDTallies(r.Context(), f, red.BucketAbove(uint64(slow)))
+	c := red.Compare(series)
 	out := make([]DimensionShare, 0, min(len(c.Values), limit))
 	for _, v := range c.Values[:min(len(c.Values), limit)] {
 		out = append(out, DimensionShare{Key: v.Key, Value: v.Value, Failing: round4(v.FailingShare),

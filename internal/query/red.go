@@ -79,7 +79,7 @@ func redGroupJSON(g *model.REDGroup) REDGroup {
 	}
 	for _, p := range g.Points {
 		out.Points = append(out.Points, REDPoint{TimeUnixNano: p.TimeUnixNano, Requests: p.Requests, Errors: p.Errors,
-			P99Ms: ms(red.Sketch(p.Latency).Quantile(0.99))})
+			P99Ms: ms(red.BucketValue(p.P99Bucket))})
 	}
 	return out
 }

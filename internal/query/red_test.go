@@ -17,7 +17,10 @@ import (
 	"github.com/tracesift/tracesift/internal/store"
 )
 
-var lastRED store.REDFilter
+var (
+	lastRED        store.REDFilter
+	lastSlowBucket int32
+)
 
 func (f fakeReader) RED(_ context.Context, rf store.REDFilter) ([]model.REDGroup, error) {
 	lastRED = rf
@@ -34,12 +37,12 @@ func (f fakeReader) RED(_ context.Context, rf store.REDFilter) ([]model.REDGroup
 	g := model.REDGroup{Service: rf.Service, Operation: rf.Operation, GroupBy: rf.GroupBy, Value: "cat-4",
 		Requests: 100, Errors: 40, Latency: s}
 	if rf.Step > 0 {
-		g.Points = []model.REDPoint{{TimeUnixNano: 1796010660000000000, Requests: 100, Errors: 40, Latency: s}}
+		g.Points = []model.REDPoint{{TimeUnixNano: 1796010660000000000, Requests: 100, Errors: 40, P99Bucket: red.Bucket(uint64(930 * time.Millisecond))}}
 	}
 	return []model.REDGroup{g}, nil
 }
 
-func (f fakeReader) REDSeries(_ context.Context, rf store.REDFilter) ([]model.RED, error) {
+func (f fakeReader) REDTallies(_ context.Context, rf store.REDFilter, slowBucket int32) ([]model.REDTally, error) {
 	lastRED = rf
 	if rf.Service == "fail" {
 		return nil, errors.New("connection refused")
@@ -55,7 +58,8 @@ func (f fakeReader) REDSeries(_ context.Context, rf store.REDFilter) ([]model.RE
 		return model.RED{Service: rf.Service, Operation: "GET /cat", Instance: instance,
 			Dimensions: map[string]string{"service.version": version}, Requests: n, Errors: errs, Latency: all, ErrorLatency: bad}
 	}
-	return []model.RED{mk("cat-1", "1.0", 90, 0), mk("cat-4", "1.1", 10, 5)}, nil
+	lastSlowBucket = slowBucket
+	return red.Tally([]model.RED{mk("cat-1", "1.0", 90, 0), mk("cat-4", "1.1", 10, 5)}, uint64(time.Second)), nil
 }
 
 func TestCompare(t *testing.T) {
@@ -68,6 +72,7 @@ func TestCompare(t *testing.T) {
 		  {"key":"service.version","value":"1.1","failing":1,"healthy":0.0526,"lift":17.3636,"failingCount":5,"healthyCount":5},
 		  {"key":"operation","value":"GET /cat","failing":1,"healthy":1,"lift":1,"failingCount":5,"healthyCount":95}]}`,
 		rec.Body.String())
+	assert.Equal(t, red.BucketAbove(uint64(time.Second)), lastSlowBucket, "slow requests: from the bucket above 1s")
 	for params, want := range map[string]string{
 		"":                     "`service` is required",
 		"service=cat&slow=-1s": "`slow`",

@@ -29,11 +29,25 @@ type ValueShare struct {
 	FailingShare, HealthyShare, Lift float64
 }
 
-// Compare counts the requests of series as failing (an error, or slower
-// than slow nanoseconds) or healthy, and tallies them by instance,
-// operation and each dimension's value. Series come from one window; counts
-// are exact but for the slow ones, which are known to a sketch bucket.
-func Compare(series []model.RED, slow uint64) Comparison {
+// Tally splits the requests of RED rows for Compare: Slow counts those that
+// did not fail and took longer than slow nanoseconds (their latency less
+// their errors', from BucketAbove(slow) on).
+func Tally(rows []model.RED, slow uint64) []model.REDTally {
+	out := make([]model.REDTally, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		all, bad := Sketch(r.Latency).CountAbove(slow), Sketch(r.ErrorLatency).CountAbove(slow)
+		out[i] = model.REDTally{Operation: r.Operation, Instance: r.Instance, Dimensions: r.Dimensions,
+			Requests: r.Requests, Errors: r.Errors, Slow: all - min(bad, all)}
+	}
+	return out
+}
+
+// Compare counts the requests of series as failing (an error, or Slow) or
+// healthy, and tallies them by instance, operation and each dimension's
+// value. Series come from one window; counts are exact but for the slow
+// ones, which are known to a sketch bucket.
+func Compare(series []model.REDTally) Comparison {
 	type tally struct{ failing, healthy uint64 }
 	byValue := map[[2]string]*tally{}
 	var c Comparison
@@ -48,12 +62,7 @@ func Compare(series []model.RED, slow uint64) Comparison {
 	}
 	for i := range series {
 		s := &series[i]
-		ok := Sketch{}
-		ok.Merge(s.Latency)
-		for b, n := range s.ErrorLatency {
-			ok[b] -= min(ok[b], n)
-		}
-		failing := min(s.Errors+ok.CountAbove(slow), s.Requests)
+		failing := min(s.Errors+s.Slow, s.Requests)
 		healthy := s.Requests - failing
 		c.Failing += failing
 		c.Healthy += healthy

@@ -35,7 +35,7 @@ func TestCompareFindsTheCanary(t *testing.T) {
 		population("cat-3", "1.0", 1000, 5, 5),
 		population("cat-4", "1.1", 300, 90, 30), // the canary: errors and slow
 	}
-	c := Compare(pop, uint64(time.Second))
+	c := Compare(Tally(pop, uint64(time.Second)))
 	if c.Failing != 3*10+120 || c.Healthy != 3300-150 {
 		t.Fatalf("failing %d healthy %d", c.Failing, c.Healthy)
 	}
@@ -57,10 +57,10 @@ func TestCompareFindsTheCanary(t *testing.T) {
 }
 
 func TestCompareEmptyAndAllHealthy(t *testing.T) {
-	if c := Compare(nil, 1); c.Failing != 0 || c.Healthy != 0 || len(c.Values) != 0 {
+	if c := Compare(nil); c.Failing != 0 || c.Healthy != 0 || len(c.Values) != 0 {
 		t.Errorf("%+v", c)
 	}
-	c := Compare([]model.RED{population("a", "1", 10, 0, 0)}, uint64(time.Second))
+	c := Compare(Tally([]model.RED{population("a", "1", 10, 0, 0)}, uint64(time.Second)))
 	if c.Failing != 0 || c.Healthy != 10 || c.Values[0].Lift != 0 {
 		t.Errorf("%+v", c)
 	}

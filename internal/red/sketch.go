@@ -87,13 +87,27 @@ func (s Sketch) Quantile(q float64) float64 {
 }
 
 // CountAbove is how many of the durations counted were longer than d
-// nanoseconds, to within a bucket: a bucket counts when its value is above d.
+// nanoseconds, to within a bucket: a bucket counts when its value is above d
+// (from BucketAbove(d) on).
 func (s Sketch) CountAbove(d uint64) uint64 {
+	first := BucketAbove(d)
 	var n uint64
 	for i, c := range s {
-		if BucketValue(i) > float64(d) {
+		if i >= first {
 			n += c
 		}
 	}
 	return n
+}
+
+// BucketAbove is the first bucket whose value is above d nanoseconds.
+func BucketAbove(d uint64) int32 {
+	i := Bucket(d)
+	for i > 0 && BucketValue(i-1) > float64(d) {
+		i--
+	}
+	for BucketValue(i) <= float64(d) {
+		i++
+	}
+	return i
 }

@@ -69,3 +69,13 @@ func TestMergeAndCountAbove(t *testing.T) {
 		t.Error("an empty sketch has no quantile")
 	}
 }
+
+// BucketAbove is the first bucket CountAbove counts, for any duration.
+func TestBucketAbove(t *testing.T) {
+	for _, d := range []uint64{0, 1, 2, 3, 999, 1000, 1001, 35e6, 1e9, 1e9 + 1, 3e12} {
+		i := BucketAbove(d)
+		if BucketValue(i) <= float64(d) || i > 0 && BucketValue(i-1) > float64(d) {
+			t.Errorf("BucketAbove(%d) = %d: values %g, %g", d, i, BucketValue(i-1), BucketValue(i))
+		}
+	}
+}

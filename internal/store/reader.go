@@ -16,7 +16,7 @@ import (
 	"github.com/tracesift/tracesift/internal/model"
 )
 
-//go:embed queries/*.sql
+//go:embed queries/*.sql queries/fragments/*.sql
 var queryFS embed.FS
 
 // Query returns the named query of queries/ for database db.
@@ -56,7 +56,7 @@ type Reader struct {
 	spans, logs, findings, summary, logSearch   string
 	logsKept, resources                         string
 	traceSearch, services, operations, redQuery string
-	redSeries                                   string
+	redTallies                                  string
 	spansTable                                  string // qualified with the database
 
 	// Resources read, by id. An id is a hash of the resource's entries, so
@@ -83,7 +83,7 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		summary:   Query("findings_summary", db),
 		logSearch: Query("logs_search", db), logsKept: Query("logs_kept", db), resources: Query("trace_resources", db),
 		traceSearch: Query("traces_search", db), services: Query("services", db), operations: Query("operations", db),
-		redQuery: Query("red", db), redSeries: Query("red_series", db),
+		redQuery: redQuery("red", db), redTallies: redQuery("red_tallies", db),
 		spansTable: db + ".spans"}
 }
 
@@ -261,9 +261,9 @@ func (row logRow) log() model.Log {
 	}
 }
 
-func nonNil(m map[string]string) map[string]string {
+func nonNil[K comparable, V any](m map[K]V) map[K]V {
 	if m == nil {
-		return map[string]string{}
+		return map[K]V{}
 	}
 	return m
 }

@@ -30,6 +30,7 @@ var retentionTables = []struct {
 	{"findings", "timestamp", false, 0, false},
 	{"trace_clock", "timestamp", false, 0, false},
 	{"red", "timestamp", false, 0, false},
+	{"red_rollup", "timestamp", false, 0, false},
 	{"clock_pairs", "timestamp", false, 0, false},
 	{"logs", "timestamp", true, 0, false},
 	// A resource's last_seen is refreshed hourly while it is in use; the

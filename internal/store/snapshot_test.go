@@ -119,8 +119,9 @@ func snapshotCases() []snapshotCase {
 				Start: start(v), End: end(v), Step: int64(10+v) * 1e9})
 			return err
 		}},
-		{"RED series of a window", func(ctx context.Context, r *Reader, v int) error {
-			_, err := r.REDSeries(ctx, REDFilter{Service: str("cat", v), Operation: str("GET /cat", v), Start: start(v), End: end(v)})
+		{"RED tallies of a window", func(ctx context.Context, r *Reader, v int) error {
+			_, err := r.REDTallies(ctx, REDFilter{Service: str("cat", v), Operation: str("GET /cat", v), Start: start(v), End: end(v)},
+				int32(500+v))
 			return err
 		}},
 		{"findings, no filter", func(ctx context.Context, r *Reader, v int) error {

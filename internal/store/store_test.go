@@ -55,8 +55,11 @@ func TestSchemaStatements(t *testing.T) {
 			(strings.HasPrefix(s, "INSERT INTO ") && strings.Contains(s, ") = 0")) // fills a new, still empty table
 		assert.True(t, idempotent, "every statement must be idempotent: %s", firstLine(s))
 		// Not even for a moment at start: another collector writing to the
-		// same store would get a view's rows on top of its writer's.
-		assert.NotContains(t, s, "MATERIALIZED VIEW", "the writer fills the per-trace tables (schema 008)")
+		// same store would get a view's rows on top of its writer's. The RED
+		// rollup is filled by its view alone (schema 014).
+		if !strings.Contains(s, " TO tsdb.red_rollup AS") {
+			assert.NotContains(t, s, "MATERIALIZED VIEW", "the writer fills the per-trace tables (schema 008)")
+		}
 	}
 	_, err = SchemaStatements("bad-name; DROP")
 	require.Error(t, err)

@@ -2,6 +2,9 @@ package embedded
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -83,7 +86,7 @@ func TestREDStoredAndSummed(t *testing.T) {
 
 // The series of a window, summed over intervals and flushes, for the
 // comparison of failing with healthy requests.
-func TestREDSeriesSummed(t *testing.T) {
+func TestREDTalliesSummed(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, store.ApplySchema(ctx, conn, db))
 	w := store.NewWriter(conn, db)
@@ -92,17 +95,21 @@ func TestREDSeriesSummed(t *testing.T) {
 	mk := func(d time.Duration, instance string, n, errs uint64) model.RED {
 		return model.RED{TimeUnixNano: uint64(base.Add(d).UnixNano()), Service: "owl", Operation: "GET /owl", Instance: instance,
 			Dimensions: map[string]string{"service.version": instance + "-v"}, Requests: n, Errors: errs,
-			Latency: map[int32]uint64{400: n}, ErrorLatency: map[int32]uint64{400: errs}}
+			Latency: map[int32]uint64{400: n - errs, 500: errs}, ErrorLatency: map[int32]uint64{500: errs}}
 	}
 	require.NoError(t, w.WriteRED(ctx, []model.RED{mk(0, "owl-1", 10, 1), mk(0, "owl-2", 5, 5)}))
 	require.NoError(t, w.WriteRED(ctx, []model.RED{mk(10*time.Second, "owl-1", 20, 2), mk(time.Hour, "owl-1", 99, 9)}))
-	got, err := r.REDSeries(ctx, store.REDFilter{Service: "owl", Start: base.UnixNano(), End: base.Add(time.Minute).UnixNano()})
+	window := store.REDFilter{Service: "owl", Start: base.UnixNano(), End: base.Add(time.Minute).UnixNano()}
+	got, err := r.REDTallies(ctx, window, 400)
 	require.NoError(t, err)
 	require.Len(t, got, 2)
-	by := map[string]model.RED{got[0].Instance: got[0], got[1].Instance: got[1]}
+	by := map[string]model.REDTally{got[0].Instance: got[0], got[1].Instance: got[1]}
 	assert.Equal(t, uint64(30), by["owl-1"].Requests, "the hour later is outside the window")
 	assert.Equal(t, uint64(3), by["owl-1"].Errors)
-	assert.Equal(t, map[int32]uint64{400: 3}, by["owl-1"].ErrorLatency)
+	assert.Equal(t, uint64(27), by["owl-1"].Slow, "bucket 400 and above, errors aside")
+	got, err = r.REDTallies(ctx, window, 401)
+	require.NoError(t, err)
+	assert.Zero(t, got[0].Slow+got[1].Slow, "only errors above bucket 400")
 	assert.Equal(t, map[string]string{"service.version": "owl-2-v"}, by["owl-2"].Dimensions)
 }
 
@@ -140,4 +147,104 @@ func TestSkewedPairsReadWithTheTrace(t *testing.T) {
 	got, err := r.GetTrace(ctx, traceID(0x7c).String())
 	require.NoError(t, err)
 	assert.Equal(t, []model.ClockPair{{A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9}}, got.SkewedPairs)
+}
+
+// A window read from the rollups (whole ten minutes and minutes) and the
+// 10 s rows (its edges) counts exactly the rows in it, whatever its bounds
+// and step: the sums of random windows against the rows themselves.
+func TestREDRollupsMatchTheRows(t *testing.T) {
+	ctx := context.Background()
+	require.NoError(t, store.ApplySchema(ctx, conn, db))
+	w := store.NewWriter(conn, db)
+	r := store.NewReader(conn, db, store.ReaderConfig{})
+	base := time.Date(2026, 11, 29, 9, 0, 0, 0, time.UTC) // three hours of its own
+	rng := rand.New(rand.NewPCG(7, 7))
+	var rows []model.RED
+	for at := time.Duration(0); at < 3*time.Hour; at += 10 * time.Second {
+		for _, inst := range []string{"bee-1", "bee-2"} {
+			n, bucket := uint64(rng.IntN(5)), int32(rng.IntN(3))
+			rows = append(rows, model.RED{TimeUnixNano: uint64(base.Add(at).UnixNano()), Service: "bee", Operation: "GET /bee",
+				Instance: inst, Dimensions: map[string]string{"service.version": inst}, Requests: n, Errors: n / 2,
+				Latency: map[int32]uint64{bucket: n}, ErrorLatency: map[int32]uint64{bucket: n / 2}})
+		}
+	}
+	// Several flushes, as the sampler sends them.
+	for i := 0; i < len(rows); i += 100 {
+		require.NoError(t, w.WriteRED(ctx, rows[i:min(i+100, len(rows))]))
+	}
+	sum := func(from, to time.Time, step int64) (reqs, errs, slow uint64, lat map[int32]uint64, points map[uint64]uint64,
+		p99 map[uint64]float64) {
+		lat, points, p99 = map[int32]uint64{}, map[uint64]uint64{}, map[uint64]float64{}
+		sketches := map[uint64]red.Sketch{}
+		for _, row := range rows {
+			ts := time.Unix(0, int64(row.TimeUnixNano))
+			if row.Instance != "bee-1" || ts.Before(from.Truncate(time.Second)) || ts.After(to) {
+				continue
+			}
+			reqs, errs = reqs+row.Requests, errs+row.Errors
+			slow += red.Tally([]model.RED{row}, 1)[0].Slow // slower than 1 ns: bucket 1 and above
+			for k, n := range row.Latency {
+				lat[k] += n
+			}
+			if step > 0 {
+				t := uint64(ts.Unix()/step*step) * 1e9
+				points[t] += row.Requests
+				if sketches[t] == nil {
+					sketches[t] = red.Sketch{}
+				}
+				sketches[t].Merge(row.Latency)
+			}
+		}
+		for t, s := range sketches {
+			p99[t] = s.Quantile(0.99)
+		}
+		return
+	}
+	for range 60 {
+		from := base.Add(time.Duration(rng.Int64N(int64(100 * time.Minute))))
+		to := from.Add(time.Duration(rng.Int64N(int64(150 * time.Minute))))
+		step := []int64{0, 0, 10, 30, 60, 300, 600, 3600, 7200}[rng.IntN(9)]
+		f := store.REDFilter{Service: "bee", Operation: "GET /bee", GroupBy: "instance", Start: from.UnixNano(), End: to.UnixNano(),
+			Step: step * 1e9}
+		got, err := r.RED(ctx, f)
+		require.NoError(t, err)
+		reqs, errs, slow, lat, points, p99 := sum(from, to, step)
+		name := fmt.Sprintf("%s..%s step %ds", from.Format("15:04:05.000"), to.Format("15:04:05.000"), step)
+		var g model.REDGroup
+		if i := slices.IndexFunc(got, func(g model.REDGroup) bool { return g.Value == "bee-1" }); i >= 0 {
+			g = got[i]
+		}
+		assert.Equal(t, reqs, g.Requests, name)
+		assert.Equal(t, errs, g.Errors, name)
+		if reqs > 0 {
+			assert.Equal(t, lat, nonZero(g.Latency), name)
+		}
+		gotPoints := map[uint64]uint64{}
+		for _, p := range g.Points {
+			gotPoints[p.TimeUnixNano] += p.Requests
+			assert.Equal(t, p99[p.TimeUnixNano], red.BucketValue(p.P99Bucket), "%s: the p99 at %d", name, p.TimeUnixNano)
+		}
+		assert.Equal(t, nonZero(points), nonZero(gotPoints), name)
+
+		series, err := r.REDTallies(ctx, f, red.BucketAbove(1))
+		require.NoError(t, err)
+		var s model.REDTally
+		if i := slices.IndexFunc(series, func(s model.REDTally) bool { return s.Instance == "bee-1" }); i >= 0 {
+			s = series[i]
+		}
+		assert.Equal(t, reqs, s.Requests, name)
+		assert.Equal(t, errs, s.Errors, name)
+		assert.Equal(t, slow, s.Slow, name)
+	}
+}
+
+// nonZero is m without its zero counts.
+func nonZero[K comparable](m map[K]uint64) map[K]uint64 {
+	out := map[K]uint64{}
+	for k, n := range m {
+		if n > 0 {
+			out[k] = n
+		}
+	}
+	return out
 }

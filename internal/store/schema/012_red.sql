@@ -21,4 +21,4 @@ CREATE TABLE IF NOT EXISTS ${db}.red
 ENGINE = MergeTree
 PARTITION BY toDate(timestamp)
 ORDER BY (service, operation, timestamp, instance)
-SETTINGS non_replicated_deduplication_window = 1000;
+SETTINGS index_granularity = 256, non_replicated_deduplication_window = 1000;
