@@ -454,6 +454,17 @@ func (ra *retryAnalysis) addNode(ix *index, p int32, run []int32) {
 	ra.nodes = append(ra.nodes, nd)
 }
 
+// RetryVerdict says whether k attempts of one call (at least two) are
+// retries rather than repeated calls (see RetryCall.Retry): failed of them
+// failed, every one but the last when allButLastFailed; parallel when they
+// overlap in time.
+func RetryVerdict(k, failed int, allButLastFailed, parallel bool) bool {
+	if parallel {
+		return failed >= 1
+	}
+	return allButLastFailed || failed >= 2 && 2*failed >= k
+}
+
 // classify judges a node's attempts (at least two, by start), filling in
 // their delays and intervals.
 func (nd *callNode) classify(ix *index, att []int32, delays, intervals []uint64) {
@@ -477,11 +488,7 @@ func (nd *callNode) classify(ix *index, att []int32, delays, intervals []uint64)
 		intervals[j-1] = s - ix.start[att[j-1]]
 		maxEnd = max(maxEnd, ix.end[att[j]])
 	}
-	if nd.parallel {
-		nd.retry = nd.failed >= 1
-	} else {
-		nd.retry = allButLast || nd.failed >= 2 && 2*nd.failed >= k
-	}
+	nd.retry = RetryVerdict(k, nd.failed, allButLast, nd.parallel)
 	if !nd.retry || nd.parallel || k < 3 {
 		return
 	}

@@ -99,6 +99,10 @@ type Request struct {
 	// (SpanValues), at most maxSpanKeys, set before Scan.
 	SpanKeys []string
 
+	// spanKeyLens has bit n set when a SpanKeys key is n bytes long (63: 63
+	// or more), so that most attributes are passed over on their length.
+	spanKeyLens uint64
+
 	// values backs the Values of every resource; spanValues holds the
 	// SpanKeys values of each span, len(SpanKeys) a span.
 	values, spanValues [][]byte
@@ -134,7 +138,7 @@ func (r *Request) SpanValues(i int) [][]byte {
 }
 
 // maxSpanKeys bounds Request.SpanKeys.
-const maxSpanKeys = 8
+const maxSpanKeys = 16
 
 func (r *Request) spanKeys() int { return min(len(r.SpanKeys), maxSpanKeys) }
 
@@ -148,6 +152,10 @@ func (r *Request) spanKeys() int { return min(len(r.SpanKeys), maxSpanKeys) }
 func Scan(req []byte, r *Request) error {
 	if r.Mark != nil {
 		r.Mark.prepare()
+	}
+	r.spanKeyLens = 0
+	for _, k := range r.SpanKeys[:r.spanKeys()] {
+		r.spanKeyLens |= lenBit(k)
 	}
 	r.Resources, r.Scopes, r.Spans, r.scratch, r.values = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0], r.values[:0]
 	r.spanValues = r.spanValues[:0]
@@ -477,7 +485,7 @@ func (r *Request) scanSpan(b []byte, base int, sp *Span, vals [][]byte) *Error {
 		statusMsg          []byte
 		marked             bool
 		nAttr, nEv, nLinks int
-		valueSeen          uint8 // bit k: SpanKeys[k] seen
+		valueSeen          uint16 // bit k: SpanKeys[k] seen
 	)
 	mark := r.Mark
 	for i := 0; i < len(b); {
@@ -536,10 +544,12 @@ func (r *Request) scanSpan(b []byte, base int, sp *Span, vals [][]byte) *Error {
 			if !marked && mark != nil && mayMark(mark.spanLens, kv.key) {
 				marked = mark.spanAttr(&kv)
 			}
-			for k := range vals {
-				if valueSeen&(1<<k) == 0 && string(kv.key) == r.SpanKeys[k] {
-					valueSeen |= 1 << k
-					vals[k] = r.asString(&kv.val)
+			if mayMark(r.spanKeyLens, kv.key) {
+				for k := range vals {
+					if valueSeen&(1<<k) == 0 && string(kv.key) == r.SpanKeys[k] {
+						valueSeen |= 1 << k
+						vals[k] = r.asString(&kv.val)
+					}
 				}
 			}
 			nAttr++

@@ -61,7 +61,7 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	t.kindAttrs = map[string]metric.AddOption{}
 	for _, k := range []string{analyze.KindSlowestHop, analyze.KindCriticalPath, analyze.KindRetryFanout,
 		analyze.KindTimeout, analyze.KindClockSkew, analyze.KindErrorOrigin, analyze.KindBrokenPropagation,
-		analyze.KindFanout, red.KindInstanceOutlier} {
+		analyze.KindFanout, red.KindInstanceOutlier, red.KindRetryBudget} {
 		t.kindAttrs[k] = metric.WithAttributeSet(attribute.NewSet(attribute.String("kind", k)))
 	}
 	return t, nil

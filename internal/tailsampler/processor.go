@@ -143,7 +143,7 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 			req: otlpwire.Request{HostKeys: store.HostKeys, Mark: timeoutMarks}}
 		if p.red != nil {
 			sc.req.ResourceKeys, sc.req.SpanKeys = p.red.keys, p.red.spanKeys
-			sc.redDims = make([][]byte, len(p.red.dims))
+			sc.red.dims = make([][]byte, len(p.red.dims))
 		}
 		return sc
 	}
@@ -276,7 +276,7 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 	}
 	received, invalid := p.group(sc)
 	if p.red != nil {
-		p.red.count(&sc.req, sc.services, sc.redDims)
+		p.red.count(&sc.req, sc.services, &sc.red)
 	}
 	p.tel.TracesiftSamplerSpansReceived.Add(ctx, int64(received))
 	if invalid > 0 {
@@ -298,7 +298,7 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 // of traces and the map would otherwise be rebuilt on every call.
 type scratch struct {
 	req       otlpwire.Request
-	redDims   [][]byte // the dimension values of one span, for RED
+	red       redScratch
 	services  []string // per resource of req: its service.name
 	hosts     []uint32 // per resource of req: hostHash of its host
 	spanChunk []int32  // per span of req: its builder, -1 when invalid

@@ -1,8 +1,11 @@
 package tailsampler
 
 import (
+	"cmp"
 	"context"
+	"hash/maphash"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/tracesift/tracesift/internal/analyze"
 	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/otlpwire"
 	"github.com/tracesift/tracesift/internal/red"
@@ -37,19 +41,43 @@ type redCounter struct {
 	spanDims      []int
 	droppedLogged atomic.Bool
 
+	// retries counts the calls of every call edge against the retry budget;
+	// calleeKeys, resendKey, statusKeys and errorTypeKey are the indexes of
+	// the span attributes it reads (retryKeys) among spanKeys.
+	retries             *red.Retries
+	calleeKeys          []int
+	resendKey           int
+	statusKeys          []int
+	errorTypeKey        int
+	seed                maphash.Seed
+	retryOverflowLogged atomic.Bool
+
 	// outliers judges each instance against its peers every outlierEvery,
 	// on the rows flushed (flush is never called concurrently).
 	outliers   red.Outliers
 	lastJudged time.Time
 }
 
-// outlierEvery is how often instances are judged against their peers.
+// outlierEvery is how often instances are judged against their peers, and
+// call edges against the retry budget.
 const outlierEvery = 30 * time.Second
+
+// The span attributes the retry budget reads of client and producer spans:
+// what a call reaches, best first (the edge's callee; else the span name),
+// the HTTP resend count (an attempt after the first), and what says that an
+// attempt failed besides its status (as analyze does: HTTP 5xx, 429, 408,
+// error.type).
+var (
+	calleeKeys   = []string{"peer.service", "server.address", "net.peer.name", "rpc.service"}
+	resendKey    = "http.request.resend_count"
+	statusKeys   = []string{"http.response.status_code", "http.status_code"}
+	errorTypeKey = "error.type"
+)
 
 func newREDCounter(cfg red.Config, next consumer.Traces, tel *telemetry, logger *zap.Logger) *redCounter {
 	dims := cfg.AllDimensions()
 	c := &redCounter{agg: red.NewAggregator(cfg.Interval, cfg.MaxSeries, dims), interval: cfg.Interval,
-		next: next, tel: tel, logger: logger}
+		next: next, tel: tel, logger: logger, retries: red.NewRetries(cfg.MaxSeries), seed: maphash.MakeSeed()}
 	index := func(k string) int {
 		for i, have := range c.keys {
 			if have == k {
@@ -71,17 +99,58 @@ func newREDCounter(cfg red.Config, next consumer.Traces, tel *telemetry, logger 
 		}
 		c.spanDims = append(c.spanDims, sk)
 	}
+	spanKey := func(k string) int {
+		if i := slices.Index(c.spanKeys, k); i >= 0 {
+			return i
+		}
+		c.spanKeys = append(c.spanKeys, k)
+		return len(c.spanKeys) - 1
+	}
+	for _, k := range calleeKeys {
+		c.calleeKeys = append(c.calleeKeys, spanKey(k))
+	}
+	for _, k := range statusKeys {
+		c.statusKeys = append(c.statusKeys, spanKey(k))
+	}
+	c.resendKey, c.errorTypeKey = spanKey(resendKey), spanKey(errorTypeKey)
 	return c
 }
 
-// count counts the valid entry spans of the scanned request: server and
-// consumer spans, and roots. services are the resources' service names.
-func (c *redCounter) count(req *otlpwire.Request, services []string, dims [][]byte) {
+// redScratch is what count needs of a request beyond its scan, pooled with
+// it.
+type redScratch struct {
+	dims  [][]byte // the dimension values of one span
+	calls []call
+}
+
+// call is one client or producer span, an attempt of a call: made by one
+// parent span with one name to one callee (call hashes the four) on one
+// edge (the calling service and the callee).
+type call struct {
+	edge, call uint64
+	span       int32
+	callee     []byte
+	start, end uint64
+	failed     bool
+	resent     bool // http.request.resend_count > 0: a retry whatever its siblings
+}
+
+// count counts the valid entry spans of the scanned request — server and
+// consumer spans, and roots — and its calls for the retry budget. services
+// are the resources' service names.
+func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScratch) {
 	var s red.Span
-	s.Dimensions = dims[:len(c.dims)]
+	s.Dimensions = sc.dims[:len(c.dims)]
+	sc.calls = sc.calls[:0]
 	for i := range req.Spans {
 		sp := &req.Spans[i]
-		if !sp.Valid() || !(sp.Kind == kindServer || sp.Kind == kindConsumer || sp.ParentSpanID == [8]byte{}) {
+		if !sp.Valid() {
+			continue
+		}
+		if (sp.Kind == kindClient || sp.Kind == kindProducer) && sp.ParentSpanID != [8]byte{} {
+			sc.calls = append(sc.calls, c.call(req, i, services))
+		}
+		if !(sp.Kind == kindServer || sp.Kind == kindConsumer || sp.ParentSpanID == [8]byte{}) {
 			continue
 		}
 		res := &req.Resources[sp.Resource]
@@ -113,6 +182,105 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, dims [][]by
 		s.Error = sp.StatusCode == otlpwire.StatusError || sp.Marked // marked: timed out (timeoutMarks)
 		c.agg.Add(&s)
 	}
+	if len(sc.calls) > 0 {
+		c.countRetries(sc.calls, services, req)
+	}
+}
+
+// call reads span i of req, a client or producer span, as an attempt.
+func (c *redCounter) call(req *otlpwire.Request, i int, services []string) call {
+	sp := &req.Spans[i]
+	vals := req.SpanValues(i)
+	callee := sp.Name
+	for _, k := range c.calleeKeys {
+		if len(vals[k]) > 0 {
+			callee = vals[k]
+			break
+		}
+	}
+	failed := sp.StatusCode == otlpwire.StatusError || sp.Marked || len(vals[c.errorTypeKey]) > 0
+	for _, k := range c.statusKeys {
+		if code, err := strconv.Atoi(string(vals[k])); err == nil && (code >= 500 || code == 429 || code == 408) {
+			failed = true
+		}
+	}
+	resent := len(vals[c.resendKey]) > 0 && string(vals[c.resendKey]) != "0"
+	var h maphash.Hash
+	h.SetSeed(c.seed)
+	h.WriteString(services[sp.Resource])
+	h.WriteByte(0)
+	h.Write(callee)
+	edge := h.Sum64()
+	h.WriteByte(0)
+	h.Write(sp.Name)
+	h.Write(sp.TraceID[:])
+	h.Write(sp.ParentSpanID[:])
+	return call{edge: edge, call: h.Sum64(), span: int32(i), callee: callee, start: sp.Start, end: sp.End,
+		failed: failed, resent: resent}
+}
+
+// countRetries counts the calls of a request by edge: every attempt is a
+// call; the attempts after the first of a call that analyze would call
+// retried (analyze.RetryVerdict), or that carry a resend count, are its
+// retries. Attempts of one call in different requests count as calls only.
+func (c *redCounter) countRetries(calls []call, services []string, req *otlpwire.Request) {
+	slices.SortFunc(calls, func(a, b call) int {
+		return cmp.Or(cmp.Compare(a.edge, b.edge), cmp.Compare(a.call, b.call), cmp.Compare(a.start, b.start))
+	})
+	now := time.Now()
+	for lo := 0; lo < len(calls); {
+		hi := lo + 1
+		for hi < len(calls) && calls[hi].edge == calls[lo].edge {
+			hi++
+		}
+		var retries uint64
+		for a := lo; a < hi; {
+			b := a + 1
+			for b < hi && calls[b].call == calls[a].call {
+				b++
+			}
+			retries += attemptRetries(calls[a:b])
+			a = b
+		}
+		if !c.retries.Add(now, calls[lo].edge, services[req.Spans[calls[lo].span].Resource], calls[lo].callee,
+			uint64(hi-lo), retries) {
+			c.tel.TracesiftSamplerRedRetryOverflowCalls.Add(context.Background(), int64(hi-lo))
+			if c.retryOverflowLogged.CompareAndSwap(false, true) {
+				c.logger.Warn("More call edges than red::max_series in 30 s: the calls of the others are not judged "+
+					"against the retry budget; they are counted in otelcol_tracesift_sampler_red_retry_overflow_calls "+
+					"(logged once)", zap.Int("max_series", c.retries.MaxEdges()))
+			}
+		}
+		lo = hi
+	}
+}
+
+// attemptRetries is how many of the attempts of one call (by start) were
+// retries: all but the first when they failed as retries do, at least those
+// resent.
+func attemptRetries(att []call) uint64 {
+	var failed, resent int
+	allButLast, parallel := true, false
+	maxEnd := att[0].end
+	for j := range att {
+		if att[j].failed {
+			failed++
+		} else if j < len(att)-1 {
+			allButLast = false
+		}
+		if att[j].resent {
+			resent++
+		}
+		if j > 0 {
+			parallel = parallel || att[j].start < maxEnd
+			maxEnd = max(maxEnd, att[j].end)
+		}
+	}
+	retries := 0
+	if len(att) >= 2 && analyze.RetryVerdict(len(att), failed, allButLast, parallel) {
+		retries = len(att) - 1
+	}
+	return uint64(max(retries, resent))
 }
 
 // run flushes every interval until stopping is closed.
@@ -140,9 +308,9 @@ func (c *redCounter) flush(ctx context.Context, now time.Time) {
 	var findings []model.Finding
 	if now.Sub(c.lastJudged) >= outlierEvery {
 		c.lastJudged = now
-		findings = c.outliers.Judge(now)
-		for range findings {
-			c.tel.TracesiftSamplerFindings.Add(ctx, 1, c.tel.findingKind(red.KindInstanceOutlier))
+		findings = append(c.outliers.Judge(now), c.retries.Judge(now)...)
+		for _, f := range findings {
+			c.tel.TracesiftSamplerFindings.Add(ctx, 1, c.tel.findingKind(f.Kind))
 		}
 	}
 	if len(rows)+len(findings) == 0 {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/red"
@@ -34,6 +35,19 @@ func redRows(h *harness) map[string]model.RED {
 			}
 			red.Sketch(sum.Latency).Merge(r.Latency)
 			out[k] = sum
+		}
+	}
+	return out
+}
+
+// sentFindings are the findings of a kind the sampler sent.
+func sentFindings(h *harness, kind string) []model.Finding {
+	var out []model.Finding
+	for _, td := range h.sink.AllTraces() {
+		for _, f := range store.AnalysisOf(td).Findings {
+			if f.Kind == kind {
+				out = append(out, f)
+			}
 		}
 	}
 	return out
@@ -122,14 +136,7 @@ func TestInstanceOutlierFound(t *testing.T) {
 	h.consume(td)
 	h.barrier()
 	require.NoError(t, h.p.Shutdown(context.Background()))
-	var found []model.Finding
-	for _, td := range h.sink.AllTraces() {
-		for _, f := range store.AnalysisOf(td).Findings {
-			if f.Kind == red.KindInstanceOutlier {
-				found = append(found, f)
-			}
-		}
-	}
+	found := sentFindings(h, red.KindInstanceOutlier)
 	require.Len(t, found, 1)
 	assert.Equal(t, "cat op on cat-4", found[0].Subject)
 	assert.Contains(t, found[0].Summary, "cat-4: p99 9")
@@ -171,4 +178,52 @@ func TestREDRowsRejectedAreCounted(t *testing.T) {
 	require.NoError(t, h.p.Shutdown(context.Background()))
 	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_red_rows_dropped"))
 	assert.Zero(t, h.counter("otelcol_tracesift_sampler_red_rows"))
+}
+
+// The retry budget counts every call of all traffic: checkout's calls to
+// payments retry after a 503 in 12 of 60 requests (12 retries in 72 calls,
+// over the 10 % budget); its calls to stock are resent 3 times in 63 calls
+// (HTTP resend count, within the budget); its 5 calls a request to the
+// catalogue all succeed (a loop, not retries). One finding, for payments.
+func TestRetryBudgetOnAllTraffic(t *testing.T) {
+	cfg := testConfig()
+	cfg.Analyze.Store = component.MustNewID("tracesift_store")
+	h := newHarness(t, cfg, withHost(storeHost{componenttest.NewNopHost()}))
+	td := ptrace.NewTraces()
+	for n := uint64(1); n <= 60; n++ {
+		specs := []spanSpec{{trace: n, span: 1, dur: 100 * time.Millisecond},
+			{trace: n, span: 2, parent: 1, dur: 10 * time.Millisecond, attrs: map[string]any{"server.address": "payments"}},
+			{trace: n, span: 3, parent: 1, start: 20 * time.Millisecond, dur: 5 * time.Millisecond,
+				attrs: map[string]any{"peer.service": "stock"}}}
+		if n%5 == 0 { // the first attempt failed with a 503, the second succeeded
+			specs[1].attrs = map[string]any{"server.address": "payments", "http.response.status_code": 503}
+			specs = append(specs, spanSpec{trace: n, span: 4, parent: 1, start: 12 * time.Millisecond, dur: 5 * time.Millisecond,
+				attrs: map[string]any{"server.address": "payments", "http.response.status_code": 200}})
+		}
+		if n%20 == 0 { // stock answered the second attempt, sent again by the HTTP client
+			specs = append(specs, spanSpec{trace: n, span: 5, parent: 1, start: 30 * time.Millisecond, dur: time.Millisecond,
+				attrs: map[string]any{"peer.service": "stock", "http.request.resend_count": 1}})
+		}
+		for k := range uint64(5) {
+			specs = append(specs, spanSpec{trace: n, span: 10 + k, parent: 1, start: time.Duration(40+k) * time.Millisecond,
+				dur: time.Millisecond, attrs: map[string]any{"server.address": "catalogue"}})
+		}
+		appendResource(t, td, "checkout", specs...)
+		spans := td.ResourceSpans().At(td.ResourceSpans().Len() - 1).ScopeSpans().At(0).Spans()
+		spans.At(0).SetKind(ptrace.SpanKindServer)
+		for i := 1; i < spans.Len(); i++ {
+			spans.At(i).SetKind(ptrace.SpanKindClient)
+			spans.At(i).SetName("POST")
+		}
+	}
+	h.consume(td)
+	h.barrier()
+	require.NoError(t, h.p.Shutdown(context.Background()))
+
+	got := sentFindings(h, red.KindRetryBudget)
+	require.Len(t, got, 1)
+	assert.Equal(t, "checkout → payments", got[0].Subject)
+	assert.Equal(t, 0.1667, got[0].Value)
+	assert.Contains(t, got[0].Summary, "17 % of 72 calls were retries (12)")
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_findings", attribute.String("kind", red.KindRetryBudget)))
 }

@@ -40,6 +40,7 @@ type TelemetryBuilder struct {
 	TracesiftSamplerFrameMemoryBytes       metric.Int64ObservableGauge
 	TracesiftSamplerPushbacks              metric.Int64Counter
 	TracesiftSamplerRedOverflowSpans       metric.Int64Counter
+	TracesiftSamplerRedRetryOverflowCalls  metric.Int64Counter
 	TracesiftSamplerRedRows                metric.Int64Counter
 	TracesiftSamplerRedRowsDropped         metric.Int64Counter
 	TracesiftSamplerSpanLatenessSeconds    metric.Float64Histogram
@@ -177,6 +178,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_tracesift_sampler_red_overflow_spans",
 		metric.WithDescription("Entry spans counted in a RED overflow series because their interval already had red::max_series series. [Development]"),
 		metric.WithUnit("{span}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.TracesiftSamplerRedRetryOverflowCalls, err = builder.meter.Int64Counter(
+		"otelcol_tracesift_sampler_red_retry_overflow_calls",
+		metric.WithDescription("Client and producer calls not counted for the retry budget because their 30 s slot already had red::max_series call edges. [Development]"),
+		metric.WithUnit("{call}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.TracesiftSamplerRedRows, err = builder.meter.Int64Counter(

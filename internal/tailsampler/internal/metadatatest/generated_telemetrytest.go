@@ -210,6 +210,22 @@ func AssertEqualTracesiftSamplerRedOverflowSpans(t *testing.T, tt *componenttest
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualTracesiftSamplerRedRetryOverflowCalls(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_tracesift_sampler_red_retry_overflow_calls",
+		Description: "Client and producer calls not counted for the retry budget because their 30 s slot already had red::max_series call edges. [Development]",
+		Unit:        "{call}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_tracesift_sampler_red_retry_overflow_calls")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualTracesiftSamplerRedRows(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_tracesift_sampler_red_rows",

@@ -11,8 +11,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
-	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
 	"go.opentelemetry.io/collector/component/componenttest"
+
+	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
 )
 
 func TestSetupTelemetry(t *testing.T) {
@@ -35,6 +36,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.TracesiftSamplerFrameBytes.Add(context.Background(), 1)
 	tb.TracesiftSamplerPushbacks.Add(context.Background(), 1)
 	tb.TracesiftSamplerRedOverflowSpans.Add(context.Background(), 1)
+	tb.TracesiftSamplerRedRetryOverflowCalls.Add(context.Background(), 1)
 	tb.TracesiftSamplerRedRows.Add(context.Background(), 1)
 	tb.TracesiftSamplerRedRowsDropped.Add(context.Background(), 1)
 	tb.TracesiftSamplerSpanLatenessSeconds.Record(context.Background(), 1)
@@ -79,6 +81,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualTracesiftSamplerRedOverflowSpans(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualTracesiftSamplerRedRetryOverflowCalls(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualTracesiftSamplerRedRows(t, testTel,
