@@ -96,12 +96,17 @@ type Request struct {
 	// (Resource.Values), at most maxResourceKeys, set before Scan.
 	ResourceKeys []string
 	// SpanKeys are span attributes the caller wants the values of
-	// (SpanValues), at most maxSpanKeys, set before Scan.
+	// (SpanValues), at most maxSpanKeys, set before Scan; to change them,
+	// set another slice rather than change this one in place.
 	SpanKeys []string
 
-	// spanKeyLens has bit n set when a SpanKeys key is n bytes long (63: 63
-	// or more), so that most attributes are passed over on their length.
-	spanKeyLens uint64
+	// spanKeysByLen are the indexes of SpanKeys by key length:
+	// spanKeysByLen[byLenStart[n]:byLenStart[n+1]] are those n bytes long
+	// (n < maxKeyLen), so that an attribute is compared with the keys of
+	// its length only, and most with none.
+	spanKeysByLen []uint8
+	byLenStart    [maxKeyLen + 1]uint8
+	indexed       []string // the SpanKeys they index
 
 	// values backs the Values of every resource; spanValues holds the
 	// SpanKeys values of each span, len(SpanKeys) a span.
@@ -137,8 +142,39 @@ func (r *Request) SpanValues(i int) [][]byte {
 	return r.spanValues[i*n : (i+1)*n : (i+1)*n]
 }
 
-// maxSpanKeys bounds Request.SpanKeys.
-const maxSpanKeys = 16
+// maxSpanKeys bounds Request.SpanKeys; maxKeyLen bounds their length.
+const (
+	maxSpanKeys = 16
+	maxKeyLen   = 128
+)
+
+// indexSpanKeys fills spanKeysByLen and byLenStart from SpanKeys, unless
+// they were filled from the same slice. A key of maxKeyLen bytes or more is
+// never found.
+func (r *Request) indexSpanKeys() {
+	keys := r.SpanKeys[:r.spanKeys()]
+	if len(keys) == len(r.indexed) && (len(keys) == 0 || &keys[0] == &r.indexed[0]) {
+		return
+	}
+	r.indexed = keys
+	r.byLenStart = [maxKeyLen + 1]uint8{}
+	for _, key := range keys {
+		if len(key) < maxKeyLen {
+			r.byLenStart[len(key)+1]++
+		}
+	}
+	for n := 1; n <= maxKeyLen; n++ {
+		r.byLenStart[n] += r.byLenStart[n-1]
+	}
+	r.spanKeysByLen = append(r.spanKeysByLen[:0], make([]uint8, r.byLenStart[maxKeyLen])...)
+	next := r.byLenStart
+	for k, key := range keys {
+		if len(key) < maxKeyLen {
+			r.spanKeysByLen[next[len(key)]] = uint8(k)
+			next[len(key)]++
+		}
+	}
+}
 
 func (r *Request) spanKeys() int { return min(len(r.SpanKeys), maxSpanKeys) }
 
@@ -153,10 +189,7 @@ func Scan(req []byte, r *Request) error {
 	if r.Mark != nil {
 		r.Mark.prepare()
 	}
-	r.spanKeyLens = 0
-	for _, k := range r.SpanKeys[:r.spanKeys()] {
-		r.spanKeyLens |= lenBit(k)
-	}
+	r.indexSpanKeys()
 	r.Resources, r.Scopes, r.Spans, r.scratch, r.values = r.Resources[:0], r.Scopes[:0], r.Spans[:0], r.scratch[:0], r.values[:0]
 	r.spanValues = r.spanValues[:0]
 	if err := r.scanRequest(req); err != nil {
@@ -544,8 +577,8 @@ func (r *Request) scanSpan(b []byte, base int, sp *Span, vals [][]byte) *Error {
 			if !marked && mark != nil && mayMark(mark.spanLens, kv.key) {
 				marked = mark.spanAttr(&kv)
 			}
-			if mayMark(r.spanKeyLens, kv.key) {
-				for k := range vals {
+			if n := len(kv.key); n < maxKeyLen && len(vals) > 0 {
+				for _, k := range r.spanKeysByLen[r.byLenStart[n]:r.byLenStart[n+1]] {
 					if valueSeen&(1<<k) == 0 && string(kv.key) == r.SpanKeys[k] {
 						valueSeen |= 1 << k
 						vals[k] = r.asString(&kv.val)

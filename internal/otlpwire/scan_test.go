@@ -539,3 +539,18 @@ func TestResourceValues(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "1.0", string(r.Resources[0].Values[3]))
 }
+
+// A Request scanned again with other SpanKeys reads the values of those:
+// the keys are indexed by length anew; keys of one length are told apart.
+func TestSpanKeysChangeBetweenScans(t *testing.T) {
+	td := ptrace.NewTraces()
+	sp := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+	require.NoError(t, sp.Attributes().FromRaw(map[string]any{"http.route": "/cat", "error.type": "500", "peer.service": "dog"}))
+	req := marshal(t, td)
+	r := Request{SpanKeys: []string{"http.route", "error.type"}}
+	require.NoError(t, Scan(req, &r))
+	assert.Equal(t, [][]byte{[]byte("/cat"), []byte("500")}, r.SpanValues(0))
+	r.SpanKeys = []string{"peer.service", "error.type", "absent"}
+	require.NoError(t, Scan(req, &r))
+	assert.Equal(t, [][]byte{[]byte("dog"), []byte("500"), nil}, r.SpanValues(0))
+}

@@ -2,14 +2,17 @@ package store
 
 import "go.opentelemetry.io/collector/pdata/pcommon"
 
+// UnknownService names the service of a resource without service.name, as
+// the OpenTelemetry SDKs name an unnamed one.
+const UnknownService = "unknown_service"
+
 // ServiceName is the service a resource's spans and logs are stored under:
-// service.name, or "unknown_service" as the OpenTelemetry SDKs name an unnamed
-// one.
+// service.name, or UnknownService.
 func ServiceName(attrs pcommon.Map) string {
 	if v, ok := attrs.Get("service.name"); ok && v.AsString() != "" {
 		return v.AsString()
 	}
-	return "unknown_service"
+	return UnknownService
 }
 
 // HostKeys are the resource attributes that name a host, best first.

@@ -121,6 +121,7 @@ func newREDCounter(cfg red.Config, next consumer.Traces, tel *telemetry, logger 
 type redScratch struct {
 	dims  [][]byte // the dimension values of one span
 	calls []call
+	edges []edgeCount
 }
 
 // call is one client or producer span, an attempt of a call: made by one
@@ -156,7 +157,7 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScra
 		res := &req.Resources[sp.Resource]
 		s.Service = services[sp.Resource]
 		if s.Service == "" {
-			s.Service = "unknown_service" // as the store names it
+			s.Service = store.UnknownService
 		}
 		s.Operation, s.Instance = sp.Name, nil
 		for _, k := range c.instance {
@@ -183,7 +184,7 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScra
 		c.agg.Add(&s)
 	}
 	if len(sc.calls) > 0 {
-		c.countRetries(sc.calls, services, req)
+		sc.edges = c.countRetries(sc.calls, services, req, sc.edges)
 	}
 }
 
@@ -200,6 +201,9 @@ func (c *redCounter) call(req *otlpwire.Request, i int, services []string) call 
 	}
 	failed := sp.StatusCode == otlpwire.StatusError || sp.Marked || len(vals[c.errorTypeKey]) > 0
 	for _, k := range c.statusKeys {
+		if len(vals[k]) == 0 {
+			continue
+		}
 		if code, err := strconv.Atoi(string(vals[k])); err == nil && (code >= 500 || code == 429 || code == 408) {
 			failed = true
 		}
@@ -223,36 +227,54 @@ func (c *redCounter) call(req *otlpwire.Request, i int, services []string) call 
 // call; the attempts after the first of a call that analyze would call
 // retried (analyze.RetryVerdict), or that carry a resend count, are its
 // retries. Attempts of one call in different requests count as calls only.
-func (c *redCounter) countRetries(calls []call, services []string, req *otlpwire.Request) {
-	slices.SortFunc(calls, func(a, b call) int {
-		return cmp.Or(cmp.Compare(a.edge, b.edge), cmp.Compare(a.call, b.call), cmp.Compare(a.start, b.start))
-	})
-	now := time.Now()
+func (c *redCounter) countRetries(calls []call, services []string, req *otlpwire.Request, edges []edgeCount) []edgeCount {
+	// By call: the attempts of one call side by side (few calls repeat).
+	slices.SortFunc(calls, func(a, b call) int { return cmp.Compare(a.call, b.call) })
+	edges = edges[:0]
 	for lo := 0; lo < len(calls); {
 		hi := lo + 1
-		for hi < len(calls) && calls[hi].edge == calls[lo].edge {
+		for hi < len(calls) && calls[hi].call == calls[lo].call {
 			hi++
 		}
-		var retries uint64
-		for a := lo; a < hi; {
-			b := a + 1
-			for b < hi && calls[b].call == calls[a].call {
-				b++
-			}
-			retries += attemptRetries(calls[a:b])
-			a = b
+		att := calls[lo:hi]
+		if len(att) > 1 {
+			slices.SortFunc(att, func(a, b call) int { return cmp.Compare(a.start, b.start) })
 		}
-		if !c.retries.Add(now, calls[lo].edge, services[req.Spans[calls[lo].span].Resource], calls[lo].callee,
-			uint64(hi-lo), retries) {
-			c.tel.TracesiftSamplerRedRetryOverflowCalls.Add(context.Background(), int64(hi-lo))
+		retries := attemptRetries(att)
+		// A request's calls reach few edges: a short list beats a map.
+		i := slices.IndexFunc(edges, func(e edgeCount) bool { return e.edge == calls[lo].edge })
+		if i < 0 {
+			i = len(edges)
+			edges = append(edges, edgeCount{edge: calls[lo].edge, first: lo})
+		}
+		edges[i].calls += uint64(hi - lo)
+		edges[i].retries += retries
+		lo = hi
+	}
+	now := time.Now()
+	for _, e := range edges {
+		first := &calls[e.first]
+		service := services[req.Spans[first.span].Resource]
+		if service == "" {
+			service = store.UnknownService
+		}
+		if !c.retries.Add(now, e.edge, service, first.callee, e.calls, e.retries) {
+			c.tel.TracesiftSamplerRedRetryOverflowCalls.Add(context.Background(), int64(e.calls))
 			if c.retryOverflowLogged.CompareAndSwap(false, true) {
 				c.logger.Warn("More call edges than red::max_series in 30 s: the calls of the others are not judged "+
 					"against the retry budget; they are counted in otelcol_tracesift_sampler_red_retry_overflow_calls "+
 					"(logged once)", zap.Int("max_series", c.retries.MaxEdges()))
 			}
 		}
-		lo = hi
 	}
+	return edges
+}
+
+// edgeCount is the calls and retries of one edge in a request; first is
+// one of its calls (in the sorted calls).
+type edgeCount struct {
+	edge, calls, retries uint64
+	first                int
 }
 
 // attemptRetries is how many of the attempts of one call (by start) were
