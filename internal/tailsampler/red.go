@@ -3,6 +3,7 @@ package tailsampler
 import (
 	"cmp"
 	"context"
+	"encoding/binary"
 	"hash/maphash"
 	"slices"
 	"strconv"
@@ -119,9 +120,11 @@ func newREDCounter(cfg red.Config, next consumer.Traces, tel *telemetry, logger 
 // redScratch is what count needs of a request beyond its scan, pooled with
 // it.
 type redScratch struct {
-	dims  [][]byte // the dimension values of one span
-	calls []call
-	edges []edgeCount
+	dims     [][]byte // the dimension values of one span
+	calls    []call
+	slots    []int32 // countRetries' table: a call's index + 1, 0 empty
+	attempts []call
+	edges    []edgeCount
 }
 
 // call is one client or producer span, an attempt of a call: made by one
@@ -130,6 +133,8 @@ type redScratch struct {
 type call struct {
 	edge, call uint64
 	span       int32
+	next       int32 // the next attempt of this call; -1: none
+	first      bool  // the call's first attempt met
 	callee     []byte
 	start, end uint64
 	failed     bool
@@ -184,7 +189,7 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScra
 		c.agg.Add(&s)
 	}
 	if len(sc.calls) > 0 {
-		sc.edges = c.countRetries(sc.calls, services, req, sc.edges)
+		c.countRetries(sc, services, req)
 	}
 }
 
@@ -209,17 +214,11 @@ func (c *redCounter) call(req *otlpwire.Request, i int, services []string) call 
 		}
 	}
 	resent := len(vals[c.resendKey]) > 0 && string(vals[c.resendKey]) != "0"
-	var h maphash.Hash
-	h.SetSeed(c.seed)
-	h.WriteString(services[sp.Resource])
-	h.WriteByte(0)
-	h.Write(callee)
-	edge := h.Sum64()
-	h.WriteByte(0)
-	h.Write(sp.Name)
-	h.Write(sp.TraceID[:])
-	h.Write(sp.ParentSpanID[:])
-	return call{edge: edge, call: h.Sum64(), span: int32(i), callee: callee, start: sp.Start, end: sp.End,
+	// Ids are random already: they are folded in, the names hashed.
+	edge := mix64(maphash.String(c.seed, services[sp.Resource]) ^ mix64(maphash.Bytes(c.seed, callee)))
+	id := mix64(edge^maphash.Bytes(c.seed, sp.Name)) ^ binary.LittleEndian.Uint64(sp.TraceID[:8]) ^
+		mix64(binary.LittleEndian.Uint64(sp.TraceID[8:])^mix64(binary.LittleEndian.Uint64(sp.ParentSpanID[:])))
+	return call{edge: edge, call: id, span: int32(i), callee: callee, start: sp.Start, end: sp.End,
 		failed: failed, resent: resent}
 }
 
@@ -227,30 +226,53 @@ func (c *redCounter) call(req *otlpwire.Request, i int, services []string) call 
 // call; the attempts after the first of a call that analyze would call
 // retried (analyze.RetryVerdict), or that carry a resend count, are its
 // retries. Attempts of one call in different requests count as calls only.
-func (c *redCounter) countRetries(calls []call, services []string, req *otlpwire.Request, edges []edgeCount) []edgeCount {
-	// By call: the attempts of one call side by side (few calls repeat).
-	slices.SortFunc(calls, func(a, b call) int { return cmp.Compare(a.call, b.call) })
-	edges = edges[:0]
-	for lo := 0; lo < len(calls); {
-		hi := lo + 1
-		for hi < len(calls) && calls[hi].call == calls[lo].call {
-			hi++
+func (c *redCounter) countRetries(sc *redScratch, services []string, req *otlpwire.Request) {
+	calls := sc.calls
+	// The attempts of one call are chained from its first (next, -1 ends):
+	// an open-addressing table of call ids finds them in one pass (few
+	// calls repeat, so sorting them all would be wasted).
+	size := 8
+	for size < 2*len(calls) {
+		size *= 2
+	}
+	sc.slots = slices.Grow(sc.slots[:0], size)[:size]
+	clear(sc.slots)
+	mask := uint64(size - 1)
+	for i := range calls {
+		calls[i].next, calls[i].first = -1, true
+		j := calls[i].call & mask
+		for sc.slots[j] != 0 && calls[sc.slots[j]-1].call != calls[i].call {
+			j = (j + 1) & mask
 		}
-		att := calls[lo:hi]
+		if f := sc.slots[j] - 1; f >= 0 {
+			calls[i].first, calls[i].next, calls[f].next = false, calls[f].next, int32(i)
+		} else {
+			sc.slots[j] = int32(i + 1)
+		}
+	}
+	edges := sc.edges[:0]
+	for i := range calls {
+		if !calls[i].first {
+			continue
+		}
+		att := append(sc.attempts[:0], calls[i])
+		for n := calls[i].next; n >= 0; n = calls[n].next {
+			att = append(att, calls[n])
+		}
 		if len(att) > 1 {
 			slices.SortFunc(att, func(a, b call) int { return cmp.Compare(a.start, b.start) })
 		}
-		retries := attemptRetries(att)
+		sc.attempts = att
 		// A request's calls reach few edges: a short list beats a map.
-		i := slices.IndexFunc(edges, func(e edgeCount) bool { return e.edge == calls[lo].edge })
-		if i < 0 {
-			i = len(edges)
-			edges = append(edges, edgeCount{edge: calls[lo].edge, first: lo})
+		e := slices.IndexFunc(edges, func(e edgeCount) bool { return e.edge == calls[i].edge })
+		if e < 0 {
+			e = len(edges)
+			edges = append(edges, edgeCount{edge: calls[i].edge, first: i})
 		}
-		edges[i].calls += uint64(hi - lo)
-		edges[i].retries += retries
-		lo = hi
+		edges[e].calls += uint64(len(att))
+		edges[e].retries += attemptRetries(att)
 	}
+	sc.edges = edges
 	now := time.Now()
 	for _, e := range edges {
 		first := &calls[e.first]
@@ -267,7 +289,16 @@ func (c *redCounter) countRetries(calls []call, services []string, req *otlpwire
 			}
 		}
 	}
-	return edges
+}
+
+// mix64 scrambles x (the finalizer of SplitMix64), so that values combined
+// by xor do not cancel.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // edgeCount is the calls and retries of one edge in a request; first is
