@@ -215,9 +215,9 @@ func (c *redCounter) call(req *otlpwire.Request, i int, services []string) call 
 	}
 	resent := len(vals[c.resendKey]) > 0 && string(vals[c.resendKey]) != "0"
 	// Ids are random already: they are folded in, the names hashed.
-	edge := mix64(maphash.String(c.seed, services[sp.Resource]) ^ mix64(maphash.Bytes(c.seed, callee)))
-	id := mix64(edge^maphash.Bytes(c.seed, sp.Name)) ^ binary.LittleEndian.Uint64(sp.TraceID[:8]) ^
-		mix64(binary.LittleEndian.Uint64(sp.TraceID[8:])^mix64(binary.LittleEndian.Uint64(sp.ParentSpanID[:])))
+	edge := red.Mix64(maphash.String(c.seed, services[sp.Resource]) ^ red.Mix64(maphash.Bytes(c.seed, callee)))
+	id := red.Mix64(edge^maphash.Bytes(c.seed, sp.Name)) ^ binary.LittleEndian.Uint64(sp.TraceID[:8]) ^
+		red.Mix64(binary.LittleEndian.Uint64(sp.TraceID[8:])^red.Mix64(binary.LittleEndian.Uint64(sp.ParentSpanID[:])))
 	return call{edge: edge, call: id, span: int32(i), callee: callee, start: sp.Start, end: sp.End,
 		failed: failed, resent: resent}
 }
@@ -289,16 +289,6 @@ func (c *redCounter) countRetries(sc *redScratch, services []string, req *otlpwi
 			}
 		}
 	}
-}
-
-// mix64 scrambles x (the finalizer of SplitMix64), so that values combined
-// by xor do not cancel.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
 }
 
 // edgeCount is the calls and retries of one edge in a request; first is
