@@ -250,6 +250,17 @@ func TestFindingsStoredAndAggregated(t *testing.T) {
 	assert.Equal(t, []string{traceID(0x77).String(), traceID(0x78).String(), traceID(0x79).String()}, s.ExampleTraceIDs, "worst first")
 	assert.Equal(t, uint64(base.UnixNano()), s.LastSeenUnixNano)
 
+	// Findings about no one trace (across traces) count no trace.
+	require.NoError(t, w.WriteFindings(ctx, []model.Finding{{TimeUnixNano: uint64(base.UnixNano()), Kind: "retry_budget",
+		Service: "checkout", Subject: "checkout → payments", SpanIDs: []string{}, Value: 0.2}}))
+	sums, err = r.GetFindingSummaries(ctx, store.FindingsFilter{Kind: "retry_budget",
+		Start: base.Add(-time.Minute).UnixNano(), End: base.Add(time.Minute).UnixNano(), Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, sums, 1)
+	assert.EqualValues(t, 1, sums[0].Count)
+	assert.Zero(t, sums[0].Traces)
+	assert.Empty(t, sums[0].ExampleTraceIDs)
+
 	none, err := r.GetFindingSummaries(ctx, store.FindingsFilter{Service: "x' OR 1=1 --",
 		Start: base.Add(-time.Minute).UnixNano(), End: base.Add(time.Minute).UnixNano(), Limit: 10})
 	require.NoError(t, err)

@@ -6,7 +6,7 @@ SELECT
     toString(service) AS service,
     toString(subject) AS subject,
     count() AS count,
-    uniqExact(trace_id) AS traces,
+    uniqExactIf(trace_id, trace_id != '') AS traces,
     avg(value) AS avg_value,
     quantileExact(0.5)(value) AS p50_value,
     max(value) AS max_value,
