@@ -106,8 +106,7 @@ type Request struct {
 	// its length only, and most with none.
 	spanKeysByLen []uint8
 	byLenStart    [maxKeyLen + 1]uint8
-	indexed       []string  // the SpanKeys they index
-	keyLens       [2]uint64 // bit n: a key is n bytes long
+	indexed       []string // the SpanKeys they index
 
 	// values backs the Values of every resource; spanValues holds the
 	// SpanKeys values of each span, len(SpanKeys) a span.
@@ -158,11 +157,10 @@ func (r *Request) indexSpanKeys() {
 		return
 	}
 	r.indexed = keys
-	r.byLenStart, r.keyLens = [maxKeyLen + 1]uint8{}, [2]uint64{}
+	r.byLenStart = [maxKeyLen + 1]uint8{}
 	for _, key := range keys {
 		if n := len(key); n < maxKeyLen {
 			r.byLenStart[n+1]++
-			r.keyLens[n/64] |= 1 << (n % 64)
 		}
 	}
 	for n := 1; n <= maxKeyLen; n++ {
@@ -579,7 +577,7 @@ func (r *Request) scanSpan(b []byte, base int, sp *Span, vals [][]byte) *Error {
 			if !marked && mark != nil && mayMark(mark.spanLens, kv.key) {
 				marked = mark.spanAttr(&kv)
 			}
-			if n := len(kv.key); n < maxKeyLen && r.keyLens[n/64]&(1<<(n%64)) != 0 && len(vals) > 0 {
+			if n := len(kv.key); n < maxKeyLen && r.byLenStart[n] < r.byLenStart[n+1] {
 				for _, k := range r.spanKeysByLen[r.byLenStart[n]:r.byLenStart[n+1]] {
 					if valueSeen&(1<<k) == 0 && string(kv.key) == r.SpanKeys[k] {
 						valueSeen |= 1 << k

@@ -79,42 +79,35 @@ func newREDCounter(cfg red.Config, next consumer.Traces, tel *telemetry, logger 
 	dims := cfg.AllDimensions()
 	c := &redCounter{agg: red.NewAggregator(cfg.Interval, cfg.MaxSeries, dims), interval: cfg.Interval,
 		next: next, tel: tel, logger: logger, retries: red.NewRetries(cfg.MaxSeries), seed: maphash.MakeSeed()}
-	index := func(k string) int {
-		for i, have := range c.keys {
-			if have == k {
-				return i
-			}
-		}
-		c.keys = append(c.keys, k)
-		return len(c.keys) - 1
-	}
 	for _, k := range red.InstanceKeys {
-		c.instance = append(c.instance, index(k))
+		c.instance = append(c.instance, keyIndex(&c.keys, k))
 	}
 	for _, k := range dims {
-		c.dims = append(c.dims, index(k))
+		c.dims = append(c.dims, keyIndex(&c.keys, k))
 		sk := -1
 		if slices.Contains(cfg.Dimensions, k) && !slices.Contains(red.DefaultDimensions, k) {
-			sk = len(c.spanKeys)
-			c.spanKeys = append(c.spanKeys, k)
+			sk = keyIndex(&c.spanKeys, k)
 		}
 		c.spanDims = append(c.spanDims, sk)
 	}
-	spanKey := func(k string) int {
-		if i := slices.Index(c.spanKeys, k); i >= 0 {
-			return i
-		}
-		c.spanKeys = append(c.spanKeys, k)
-		return len(c.spanKeys) - 1
-	}
 	for _, k := range calleeKeys {
-		c.calleeKeys = append(c.calleeKeys, spanKey(k))
+		c.calleeKeys = append(c.calleeKeys, keyIndex(&c.spanKeys, k))
 	}
 	for _, k := range statusKeys {
-		c.statusKeys = append(c.statusKeys, spanKey(k))
+		c.statusKeys = append(c.statusKeys, keyIndex(&c.spanKeys, k))
 	}
-	c.resendKey, c.errorTypeKey = spanKey(resendKey), spanKey(errorTypeKey)
+	c.resendKey, c.errorTypeKey = keyIndex(&c.spanKeys, resendKey), keyIndex(&c.spanKeys, errorTypeKey)
 	return c
+}
+
+// keyIndex is k's index in *keys, appended when missing: the scan reads
+// each attribute once however many readers want it.
+func keyIndex(keys *[]string, k string) int {
+	if i := slices.Index(*keys, k); i >= 0 {
+		return i
+	}
+	*keys = append(*keys, k)
+	return len(*keys) - 1
 }
 
 // redScratch is what count needs of a request beyond its scan, pooled with
