@@ -22,6 +22,11 @@ type Span struct {
 	Start    uint64
 	Duration uint64 // nanoseconds
 	Error    bool
+	// Prefix caches the hash of Service, Instance and Dimensions, which the
+	// entry spans of one resource share: 0 until Add computes it; the caller
+	// sets it back to 0 whenever one of them changes (a stale one files the
+	// span under a wrong key: its series would be split).
+	Prefix uint64
 }
 
 // OverflowDimension marks the series that counts the entry spans of every
@@ -56,8 +61,8 @@ type series struct {
 	dimensions                   []string // by Aggregator.dimensions, "" for unset
 	overflow                     bool
 	requests, errors             uint64
-	latency                      Sketch
-	errorLatency                 Sketch // of the errors only
+	latency                      buckets
+	errorLatency                 buckets // of the errors only
 }
 
 // NewAggregator counts in intervals of interval, at most maxSeries series an
@@ -75,18 +80,10 @@ func NewAggregator(interval time.Duration, maxSeries int, dimensions []string) *
 // Add counts one entry span.
 func (a *Aggregator) Add(s *Span) {
 	at := s.Start - s.Start%a.interval
-	// Each field hashed on its own and mixed in, in order: cheaper than
-	// streaming them through one maphash.Hash.
-	key := Mix64(at ^ maphash.String(a.seed, s.Service))
-	key = Mix64(key ^ maphash.Bytes(a.seed, s.Operation))
-	key = Mix64(key ^ maphash.Bytes(a.seed, s.Instance))
-	for k := range a.dimensions {
-		var v []byte
-		if k < len(s.Dimensions) {
-			v = s.Dimensions[k]
-		}
-		key = Mix64(key ^ maphash.Bytes(a.seed, v))
+	if s.Prefix == 0 {
+		s.Prefix = a.prefix(s)
 	}
+	key := Mix64(Mix64(s.Prefix^at) ^ maphash.Bytes(a.seed, s.Operation))
 	st := &a.stripes[key%numStripes]
 	st.mu.Lock()
 	sr := st.find(key, at, s)
@@ -100,19 +97,33 @@ func (a *Aggregator) Add(s *Span) {
 			st.series[key] = append(st.series[key], sr)
 		}
 	}
+	b := Bucket(s.Duration)
 	sr.requests++
-	sr.latency.Add(s.Duration)
+	sr.latency.add(b, 1)
 	if s.Error {
 		sr.errors++
-		if sr.errorLatency == nil {
-			sr.errorLatency = Sketch{}
-		}
-		sr.errorLatency.Add(s.Duration)
+		sr.errorLatency.add(b, 1)
 	}
 	st.mu.Unlock()
 }
 
-// mix64 scrambles x (the finalizer of SplitMix64), so that fields mixed in
+// prefix hashes what the spans of one resource share. Each field is hashed
+// on its own and mixed in, in order: cheaper than streaming them through
+// one maphash.Hash.
+func (a *Aggregator) prefix(s *Span) uint64 {
+	h := Mix64(maphash.String(a.seed, s.Service))
+	h = Mix64(h ^ maphash.Bytes(a.seed, s.Instance))
+	for k := range a.dimensions {
+		var v []byte
+		if k < len(s.Dimensions) {
+			v = s.Dimensions[k]
+		}
+		h = Mix64(h ^ maphash.Bytes(a.seed, v))
+	}
+	return h | 1 // never 0, which means not computed
+}
+
+// Mix64 scrambles x (the finalizer of SplitMix64), so that fields mixed in
 // one after the other make a key that depends on their order.
 func Mix64(x uint64) uint64 {
 	x ^= x >> 30
@@ -155,14 +166,14 @@ func (st *stripe) overflow(at uint64, dims int) *series {
 			return sr
 		}
 	}
-	sr := &series{at: at, overflow: true, dimensions: make([]string, dims), latency: Sketch{}}
+	sr := &series{at: at, overflow: true, dimensions: make([]string, dims)}
 	st.series[0] = append(st.series[0], sr)
 	return sr
 }
 
 func (a *Aggregator) newSeries(at uint64, s *Span) *series {
 	sr := &series{at: at, service: s.Service, operation: string(s.Operation), instance: string(s.Instance),
-		dimensions: make([]string, len(a.dimensions)), latency: Sketch{}}
+		dimensions: make([]string, len(a.dimensions))}
 	for k := range sr.dimensions {
 		if k < len(s.Dimensions) {
 			sr.dimensions[k] = string(s.Dimensions[k])
@@ -191,13 +202,8 @@ func (a *Aggregator) Flush() (rows []model.RED, overflowed uint64) {
 				if o := overflow[sr.at]; o != nil {
 					o.requests += sr.requests
 					o.errors += sr.errors
-					o.latency.Merge(sr.latency)
-					if sr.errorLatency != nil {
-						if o.errorLatency == nil {
-							o.errorLatency = Sketch{}
-						}
-						o.errorLatency.Merge(sr.errorLatency)
-					}
+					o.latency.merge(&sr.latency)
+					o.errorLatency.merge(&sr.errorLatency)
 				} else {
 					overflow[sr.at] = sr
 				}
@@ -213,11 +219,8 @@ func (a *Aggregator) Flush() (rows []model.RED, overflowed uint64) {
 
 func (a *Aggregator) row(sr *series) model.RED {
 	r := model.RED{TimeUnixNano: sr.at, Service: sr.service, Operation: sr.operation, Instance: sr.instance,
-		Dimensions: map[string]string{}, Requests: sr.requests, Errors: sr.errors, Latency: sr.latency,
-		ErrorLatency: sr.errorLatency}
-	if r.ErrorLatency == nil {
-		r.ErrorLatency = map[int32]uint64{}
-	}
+		Dimensions: map[string]string{}, Requests: sr.requests, Errors: sr.errors, Latency: sr.latency.sketch(),
+		ErrorLatency: sr.errorLatency.sketch()}
 	for k, v := range sr.dimensions {
 		if v != "" {
 			r.Dimensions[a.dimensions[k]] = v

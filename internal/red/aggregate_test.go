@@ -120,3 +120,30 @@ func TestConcurrentAddsAreExact(t *testing.T) {
 		t.Errorf("requests %d errors %d", requests, errors)
 	}
 }
+
+// BenchmarkAggregatorAdd counts entry spans of 36 series with the default
+// dimensions as the sampler does for every request: the spans of one
+// resource (3 operations) come one after the other and share its Prefix.
+func BenchmarkAggregatorAdd(b *testing.B) {
+	a := NewAggregator(10*time.Second, 1000, DefaultDimensions)
+	var resources []*Span
+	for svc := range 4 {
+		for inst := range 3 {
+			resources = append(resources, span(fmt.Sprintf("service-%d", svc), "", fmt.Sprintf("service-%d-7d9f8b6c4-%d", svc, inst),
+				0, 0, false, "1.4.2", "production", "-", "eu-west-1", "eu-west-1a", fmt.Sprintf("node-%d", inst)))
+		}
+	}
+	ops := [][]byte{[]byte("GET /api/v1/items/{id}"), []byte("POST /api/v1/orders"), []byte("GET /health")}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		s := resources[i/3%len(resources)]
+		if i%3 == 0 {
+			s.Prefix = 0
+		}
+		s.Operation = ops[i%3]
+		s.Start, s.Duration, s.Error = 1e18+uint64(i)*1000, 1e6+uint64(i%997)*1e4, i%100 == 0
+		a.Add(s)
+		i++
+	}
+}

@@ -47,6 +47,50 @@ type Sketch map[int32]uint64
 // Add counts one duration of d nanoseconds.
 func (s Sketch) Add(d uint64) { s[Bucket(d)]++ }
 
+// buckets is a Sketch being filled, dense: n[i] counts bucket lo+i. Adding
+// to it is an index rather than a map assignment, on every entry span.
+type buckets struct {
+	lo int32
+	n  []uint64
+}
+
+// add counts c durations in bucket b.
+func (k *buckets) add(b int32, c uint64) {
+	switch {
+	case len(k.n) == 0:
+		k.lo, k.n = b, make([]uint64, 1, 16)
+	case b < k.lo:
+		// Room below too: durations spread both ways from the first.
+		grow := int(k.lo-b) + len(k.n)/2
+		n := make([]uint64, grow+len(k.n), 2*(grow+len(k.n)))
+		copy(n[grow:], k.n)
+		k.lo, k.n = k.lo-int32(grow), n
+	case int(b-k.lo) >= len(k.n):
+		k.n = append(k.n, make([]uint64, int(b-k.lo)+1-len(k.n))...)
+	}
+	k.n[b-k.lo] += c
+}
+
+// merge adds o's counts to k.
+func (k *buckets) merge(o *buckets) {
+	for i, c := range o.n {
+		if c > 0 {
+			k.add(o.lo+int32(i), c)
+		}
+	}
+}
+
+// sketch is k as a Sketch: its non-empty buckets.
+func (k *buckets) sketch() Sketch {
+	s := Sketch{}
+	for i, c := range k.n {
+		if c > 0 {
+			s[k.lo+int32(i)] = c
+		}
+	}
+	return s
+}
+
 // Merge adds o's counts to s.
 func (s Sketch) Merge(o Sketch) {
 	for i, n := range o {

@@ -1,6 +1,7 @@
 package red
 
 import (
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -77,5 +78,30 @@ func TestBucketAbove(t *testing.T) {
 		if BucketValue(i) <= float64(d) || i > 0 && BucketValue(i-1) > float64(d) {
 			t.Errorf("BucketAbove(%d) = %d: values %g, %g", d, i, BucketValue(i-1), BucketValue(i))
 		}
+	}
+}
+
+// buckets, filled in any order (down and up from the first duration) and
+// merged, hold what a Sketch would.
+func TestBucketsAreASketch(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	var k, half buckets
+	want := Sketch{}
+	for i := range 5000 {
+		d := uint64(math.Exp(r.Float64() * 25)) // 1 ns to about 72 s
+		want.Add(d)
+		if i%2 == 0 {
+			k.add(Bucket(d), 1)
+		} else {
+			half.add(Bucket(d), 1)
+		}
+	}
+	k.merge(&half)
+	if got := k.sketch(); !maps.Equal(got, want) {
+		t.Fatalf("buckets hold %d buckets, a Sketch %d", len(got), len(want))
+	}
+	var empty buckets
+	if s := empty.sketch(); s == nil || len(s) != 0 {
+		t.Fatalf("empty buckets: %v, want an empty Sketch", s)
 	}
 }

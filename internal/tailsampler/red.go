@@ -38,9 +38,10 @@ type redCounter struct {
 	// spanKeys are the configured dimensions, read from the span first
 	// (Request.SpanKeys); spanDims[j] is dimension j's index among them, -1
 	// for a default dimension (resource only).
-	spanKeys      []string
-	spanDims      []int
-	droppedLogged atomic.Bool
+	spanKeys       []string
+	spanDims       []int
+	spanDimensions bool // some spanDims ≥ 0
+	droppedLogged  atomic.Bool
 
 	// retries counts the calls of every call edge against the retry budget;
 	// calleeKeys, resendKey, statusKeys and errorTypeKey are the indexes of
@@ -89,6 +90,7 @@ func newREDCounter(cfg red.Config, next consumer.Traces, tel *telemetry, logger 
 			sk = keyIndex(&c.spanKeys, k)
 		}
 		c.spanDims = append(c.spanDims, sk)
+		c.spanDimensions = c.spanDimensions || sk >= 0
 	}
 	for _, k := range calleeKeys {
 		c.calleeKeys = append(c.calleeKeys, keyIndex(&c.spanKeys, k))
@@ -141,6 +143,7 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScra
 	var s red.Span
 	s.Dimensions = sc.dims[:len(c.dims)]
 	sc.calls = sc.calls[:0]
+	res := -1 // the resource s was filled from: its entry spans share all but the name
 	for i := range req.Spans {
 		sp := &req.Spans[i]
 		if !sp.Valid() {
@@ -152,27 +155,10 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScra
 		if !(sp.Kind == kindServer || sp.Kind == kindConsumer || sp.ParentSpanID == [8]byte{}) {
 			continue
 		}
-		res := &req.Resources[sp.Resource]
-		s.Service = services[sp.Resource]
-		if s.Service == "" {
-			s.Service = store.UnknownService
-		}
-		s.Operation, s.Instance = sp.Name, nil
-		for _, k := range c.instance {
-			if v := res.Values[k]; len(v) > 0 {
-				s.Instance = v
-				break
-			}
-		}
-		var spanVals [][]byte
-		if len(c.spanKeys) > 0 {
-			spanVals = req.SpanValues(i)
-		}
-		for j, k := range c.dims {
-			s.Dimensions[j] = res.Values[k]
-			if sk := c.spanDims[j]; sk >= 0 && spanVals[sk] != nil {
-				s.Dimensions[j] = spanVals[sk] // the span's own value wins over its resource's
-			}
+		s.Operation = sp.Name
+		if sp.Resource != res || c.spanDimensions {
+			res = sp.Resource
+			c.seriesOf(req, i, services, &s)
 		}
 		s.Start, s.Duration = sp.Start, 0
 		if sp.End > sp.Start {
@@ -183,6 +169,35 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScra
 	}
 	if len(sc.calls) > 0 {
 		c.countRetries(sc, services, req)
+	}
+}
+
+// seriesOf fills what s takes from span i's resource (and, when dimensions
+// are read from spans, from the span): its service, instance and dimensions.
+func (c *redCounter) seriesOf(req *otlpwire.Request, i int, services []string, s *red.Span) {
+	sp := &req.Spans[i]
+	res := &req.Resources[sp.Resource]
+	s.Prefix = 0
+	s.Service = services[sp.Resource]
+	if s.Service == "" {
+		s.Service = store.UnknownService
+	}
+	s.Instance = nil
+	for _, k := range c.instance {
+		if v := res.Values[k]; len(v) > 0 {
+			s.Instance = v
+			break
+		}
+	}
+	var spanVals [][]byte
+	if c.spanDimensions {
+		spanVals = req.SpanValues(i)
+	}
+	for j, k := range c.dims {
+		s.Dimensions[j] = res.Values[k]
+		if sk := c.spanDims[j]; sk >= 0 && spanVals[sk] != nil {
+			s.Dimensions[j] = spanVals[sk] // the span's own value wins over its resource's
+		}
 	}
 }
 

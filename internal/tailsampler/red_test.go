@@ -103,6 +103,28 @@ func TestREDCountsAllTraffic(t *testing.T) {
 	assert.EqualValues(t, 4, h.counter("otelcol_tracesift_sampler_red_rows"), "one row a series and flush (the last, at shutdown)")
 }
 
+// A series is one row however its spans come: resources of one request
+// share nothing, in whatever order they come.
+func TestREDSeriesAcrossResources(t *testing.T) {
+	cfg := testConfig()
+	cfg.Analyze.Store = component.MustNewID("tracesift_store")
+	h := newHarness(t, cfg, withHost(storeHost{componenttest.NewNopHost()}))
+	for i, instances := range [][]string{{"cat-1", "cat-2"}, {"cat-2", "cat-1"}} {
+		td := ptrace.NewTraces()
+		for j, inst := range instances {
+			appendResource(t, td, "cat", spanSpec{trace: uint64(10*i + j + 1), span: 1, dur: time.Millisecond})
+			td.ResourceSpans().At(j).Resource().Attributes().PutStr("service.instance.id", inst)
+		}
+		h.consume(td)
+	}
+	h.barrier()
+	require.NoError(t, h.p.Shutdown(context.Background()))
+	got := redRows(h)
+	assert.Equal(t, uint64(2), got["cat|op|cat-1|"].Requests)
+	assert.Equal(t, uint64(2), got["cat|op|cat-2|"].Requests)
+	assert.EqualValues(t, 2, h.counter("otelcol_tracesift_sampler_red_rows"), "one row a series")
+}
+
 // Without a store to send them to, RED rows are not counted at all.
 func TestREDNeedsAStore(t *testing.T) {
 	h := newHarness(t, testConfig())
