@@ -8,7 +8,7 @@ CHDB_LIB := $(CURDIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate run test bench-red test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build generate run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -83,6 +83,13 @@ bench-store: deps
 bench-red: deps
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkRED$$' -benchtime 1x -timeout 60m ./bench/ | tee $(BENCH_OUT)/red.txt
+
+## bench-red-cost: RED's share of the collector's CPU at 150 000 spans/s — two collectors of this build,
+## RED on and off, fed the same load in alternate 2 s slices (5 runs of a minute, median and worst at the end)
+bench-red-cost: deps
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkREDCost$$' -benchtime 1x -count 5 -timeout 60m ./bench/ \
+		| tee $(BENCH_OUT)/red-cost.txt
 
 ## bench-compare: only the comparison with the Collector's tail_sampling (about 2 minutes per run)
 bench-compare: deps

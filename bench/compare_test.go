@@ -23,6 +23,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	printMedians()
+	printREDCost()
 	if binaries.dir != "" {
 		_ = os.RemoveAll(binaries.dir)
 	}
@@ -519,27 +520,7 @@ func storedSpans(p ports, id string) (int, error) {
 
 // run drives one system: start, warm up, measure, drain, check, stop.
 func run(b *testing.B, sys system, o benchOptions, seed uint64) *result {
-	dir := b.TempDir()
-	if o.out != "" {
-		dir = filepath.Join(o.out, fmt.Sprintf("%s-%d", sys.name, seed))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-	}
-	p := freePorts(b)
-	cfgPath := filepath.Join(dir, "config.yaml")
-	// The data stays out of TRACESIFT_BENCH_OUT: only logs and metrics are kept.
-	if err := os.WriteFile(cfgPath, []byte(sys.config(b.TempDir(), p)), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	srv, err := StartServer(sys.name, sys.bin, filepath.Join(dir, "server.log"), serverEnv(), "--config", cfgPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer srv.Kill()
-	if err := srv.WaitReady(2*time.Minute, func() bool { return sys.ready(p) }); err != nil {
-		b.Fatal(err)
-	}
+	srv, p, dir := startSystem(b, sys, o, fmt.Sprintf("%s-%d", sys.name, seed))
 	r := &result{name: sys.name, window: o.duration}
 	pid := srv.PID()
 	mustMem := func() (int64, int64) {
@@ -619,6 +600,34 @@ func run(b *testing.B, sys system, o benchOptions, seed uint64) *result {
 	r.stop = srv.Stop(2 * time.Minute)
 	r.logs, r.nLogs = srv.LogProblems(5)
 	return r
+}
+
+// startSystem starts sys on free ports with its data in a temporary folder
+// and waits until it accepts load; dir keeps its configuration and log (in
+// o.out/name when set). The server is killed when the benchmark ends.
+func startSystem(b *testing.B, sys system, o benchOptions, name string) (srv *Server, p ports, dir string) {
+	dir = b.TempDir()
+	if o.out != "" {
+		dir = filepath.Join(o.out, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	p = freePorts(b)
+	cfgPath := filepath.Join(dir, "config.yaml")
+	// The data stays out of TRACESIFT_BENCH_OUT: only logs and metrics are kept.
+	if err := os.WriteFile(cfgPath, []byte(sys.config(b.TempDir(), p)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := StartServer(sys.name, sys.bin, filepath.Join(dir, "server.log"), serverEnv(), "--config", cfgPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(srv.Kill)
+	if err := srv.WaitReady(2*time.Minute, func() bool { return sys.ready(p) }); err != nil {
+		b.Fatal(err)
+	}
+	return srv, p, dir
 }
 
 // BenchmarkCollectorVsReference is issue 3's comparison: one iteration runs

@@ -86,7 +86,15 @@ type Load struct {
 	// nextSlot is when (unix ns) the next request may go out under Rate.
 	nextSlot atomic.Int64
 
+	// gate holds senders between cycles (Hold, Release); parked counts
+	// those waiting at it, live those still running.
+	gate         sync.Mutex
+	gateChanged  *sync.Cond
+	held         bool
+	parked, live int
+
 	stopping chan struct{}
+	stopOnce sync.Once
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 }
@@ -102,7 +110,8 @@ func StartLoad(cfg LoadConfig) (*Load, error) {
 	if cfg.RejectBackoff <= 0 {
 		cfg.RejectBackoff = 20 * time.Millisecond
 	}
-	l := &Load{cfg: cfg, rejected: map[codes.Code]int64{}, stopping: make(chan struct{})}
+	l := &Load{cfg: cfg, rejected: map[codes.Code]int64{}, stopping: make(chan struct{}), live: cfg.Conns}
+	l.gateChanged = sync.NewCond(&l.gate)
 	for range cfg.Conns {
 		cc, err := grpc.NewClient(cfg.Endpoint, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
@@ -131,8 +140,15 @@ func StartLoad(cfg LoadConfig) (*Load, error) {
 // every trace recorded as interesting was sent whole (unless a request of it
 // was rejected, which the recall check then shows).
 func (l *Load) send(ctx context.Context, client ptraceotlp.GRPCClient, g *Generator) {
+	defer func() {
+		l.gate.Lock()
+		l.live--
+		l.gateChanged.Broadcast()
+		l.gate.Unlock()
+	}()
 	var interesting []SentTrace
 	for {
+		l.waitGate()
 		select {
 		case <-l.stopping:
 			return
@@ -154,6 +170,39 @@ func (l *Load) send(ctx context.Context, client ptraceotlp.GRPCClient, g *Genera
 			l.mu.Unlock()
 		}
 	}
+}
+
+// waitGate returns once the load is not held (or is stopping).
+func (l *Load) waitGate() {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	for l.held {
+		l.parked++
+		l.gateChanged.Broadcast()
+		l.gateChanged.Wait()
+		l.parked--
+	}
+}
+
+// Hold stops every sender before its next cycle and returns once all are
+// stopped: cycles under way are finished, so no trace is split over the
+// pause, and nothing is sent until Release.
+func (l *Load) Hold() {
+	l.gate.Lock()
+	defer l.gate.Unlock()
+	l.held = true
+	for l.parked < l.live {
+		l.gateChanged.Wait()
+	}
+}
+
+// Release lets the senders go on. Under Rate, the schedule starts again
+// from now: the pause is not made up by a burst.
+func (l *Load) Release() {
+	l.gate.Lock()
+	l.held = false
+	l.gateChanged.Broadcast()
+	l.gate.Unlock()
 }
 
 // pace waits for the request's slot under cfg.Rate. Slots are handed out
@@ -251,8 +300,14 @@ func (l *Load) Interesting() []SentTrace {
 
 // Stop lets every sender finish its current cycle, waiting at most grace;
 // after that, calls in flight are cancelled. It closes the connections.
+// Calls after the first do nothing.
 func (l *Load) Stop(grace time.Duration) {
+	l.stopOnce.Do(func() { l.stop(grace) })
+}
+
+func (l *Load) stop(grace time.Duration) {
 	close(l.stopping)
+	l.Release()
 	done := make(chan struct{})
 	go func() {
 		l.wg.Wait()
