@@ -171,6 +171,13 @@ type ClockOffset struct {
 	Source string
 }
 
+// Dependency is the calls from one service to another: spans of Child
+// whose parent span is one of Parent's.
+type Dependency struct {
+	Parent, Child string
+	Calls         uint64
+}
+
 // TraceSummary is one trace of a trace search.
 type TraceSummary struct {
 	TraceID       string

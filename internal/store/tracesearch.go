@@ -139,6 +139,27 @@ func (r *Reader) Operations(ctx context.Context, service string, start, end int6
 	return r.names(ctx, r.operations, Params{"service": service, "start_ns": start, "end_ns": end}, "name")
 }
 
+// Dependencies returns the calls between services in the spans stored
+// between start and end, by caller and callee.
+func (r *Reader) Dependencies(ctx context.Context, start, end int64) ([]model.Dependency, error) {
+	out := []model.Dependency{}
+	err := r.conn.Query(ctx, r.dependencies, Params{"start_ns": start, "end_ns": end}, func(b []byte) error {
+		var row struct {
+			Parent, Child string
+			Calls         uint64 `json:"calls"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		out = append(out, model.Dependency{Parent: row.Parent, Child: row.Child, Calls: row.Calls})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the dependencies between services: %w", err)
+	}
+	return out, nil
+}
+
 func (r *Reader) names(ctx context.Context, query string, p Params, column string) ([]string, error) {
 	out := []string{}
 	err := r.conn.Query(ctx, query, p, func(b []byte) error {

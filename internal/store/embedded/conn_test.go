@@ -531,6 +531,14 @@ func TestSearchTraces(t *testing.T) {
 	ops, err := r.Operations(ctx, "shop-web", base.UnixNano(), base.Add(time.Minute).UnixNano())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"GET /cart", "POST /pay"}, ops)
+
+	deps, err := r.Dependencies(ctx, base.UnixNano(), base.Add(time.Minute).UnixNano())
+	require.NoError(t, err)
+	assert.Equal(t, []model.Dependency{{Parent: "shop-web", Child: "shop-db", Calls: 1}, {Parent: "shop-web", Child: "shop-pay", Calls: 1}},
+		deps, "calls between services; a1's and a2's only (a3 and a4 have one span each)")
+	deps, err = r.Dependencies(ctx, base.Add(time.Second).UnixNano(), base.Add(time.Minute).UnixNano())
+	require.NoError(t, err)
+	assert.Equal(t, []model.Dependency{{Parent: "shop-web", Child: "shop-pay", Calls: 1}}, deps, "both ends in the window")
 }
 
 // Inserts leave no file behind, and a process's insert directory is
