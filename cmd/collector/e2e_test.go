@@ -258,6 +258,7 @@ func TestEndToEnd(t *testing.T) {
 		assert.Equal(t, http.StatusNotFound, code)
 	})
 
+	var skewedIDs []string // the traces through a skewed host, once stored with their finding
 	t.Run("every trace through a skewed host carries clock_skew", func(t *testing.T) {
 		// Five failing traces from web-e2e calling a host whose clock runs
 		// 300 ms ahead: the first four come before the estimate has its five
@@ -304,6 +305,74 @@ func TestEndToEnd(t *testing.T) {
 			assert.Equal(t, "shop-host → ledger-host", skew[0].Subject)
 			assert.InDelta(t, 300, skew[0].Value, 1)
 		}
+		skewedIDs = ids
+	})
+
+	t.Run("Grafana's Jaeger data source reads them through the Jaeger API", func(t *testing.T) {
+		require.NotEmpty(t, skewedIDs)
+		type kv struct {
+			Key   string
+			Value any
+		}
+		type span struct {
+			SpanID, OperationName, ProcessID string
+			StartTime, Duration              uint64
+			Tags                             []kv
+			Warnings                         []string
+		}
+		type jtrace struct {
+			TraceID   string
+			Spans     []span
+			Processes map[string]struct{ ServiceName string }
+		}
+		var one struct{ Data []jtrace }
+		require.Equal(t, http.StatusOK, getJSON(t, ep, "/api/traces/"+skewedIDs[0], &one))
+		require.Len(t, one.Data, 1)
+		tr := one.Data[0]
+		assert.Equal(t, skewedIDs[0], tr.TraceID)
+		require.Len(t, tr.Spans, 3)
+		var client, server span
+		for _, s := range tr.Spans {
+			switch tr.Processes[s.ProcessID].ServiceName + " " + s.OperationName {
+			case "shop POST /book":
+				client = s
+			case "ledger POST /book":
+				server = s
+			}
+		}
+		require.NotEmpty(t, client.SpanID)
+		require.NotEmpty(t, server.SpanID)
+		// Corrected for the 300 ms skew: the server span sits inside its call.
+		assert.GreaterOrEqual(t, server.StartTime, client.StartTime)
+		assert.LessOrEqual(t, server.StartTime+server.Duration, client.StartTime+client.Duration)
+		assert.Contains(t, server.Tags, kv{"error", true})
+		assert.Contains(t, server.Tags, kv{"span.kind", "server"})
+		assert.Contains(t, strings.Join(server.Warnings, "\n"), "clock skew: ledger-host's clock is +300ms")
+
+		var found struct{ Data []jtrace }
+		q := url.Values{"service": {"ledger"}, "operation": {"POST /book"}, "tags": {`{"error":"true"}`}, "limit": {"20"}}
+		require.Equal(t, http.StatusOK, getJSON(t, ep, "/api/traces?"+q.Encode(), &found))
+		var ids []string
+		for _, tr := range found.Data {
+			ids = append(ids, tr.TraceID)
+		}
+		assert.Subset(t, ids, skewedIDs, "a span of ledger named POST /book, not a root")
+
+		var services struct{ Data []string }
+		require.Equal(t, http.StatusOK, getJSON(t, ep, "/api/services", &services))
+		assert.Subset(t, services.Data, []string{"shop", "ledger", "frontend"})
+		var deps struct {
+			Data []struct {
+				Parent, Child string
+				CallCount     int
+			}
+		}
+		require.Equal(t, http.StatusOK, getJSON(t, ep, "/api/dependencies?endTs="+fmt.Sprint(time.Now().UnixMilli()), &deps))
+		calls := map[string]int{}
+		for _, d := range deps.Data {
+			calls[d.Parent+" → "+d.Child] = d.CallCount
+		}
+		assert.Equal(t, len(skewedIDs), calls["shop → ledger"], "%v", deps.Data)
 	})
 
 	t.Run("RED counts the dropped traffic too", func(t *testing.T) {

@@ -11,13 +11,42 @@ import (
 )
 
 // traceJSON is t as the API serves it, its spans' and logs' times also
-// corrected for the clock skew between their hosts, the logs in adjusted
-// time order; raw times are untouched. The offsets are those stored when the
-// trace was kept (the sampler's per-host-pair estimate over many traces,
-// t.ClockOffsets); a trace stored without them is adjusted by its own
-// cross-host calls (clockskew.AdjustTrace: a server span centred in the
-// client span that called it), and ClockOffsets says what was used.
+// corrected for the clock skew between their hosts (traceView), the logs in
+// adjusted time order; raw times are untouched.
 func traceJSON(t *model.Trace) *Trace {
+	v := viewOf(t)
+	out := &Trace{TraceID: t.TraceID, Spans: make([]Span, len(t.Spans)), Logs: make([]Log, len(t.Logs)),
+		Findings: make([]Finding, len(v.findings)), ClockOffsets: v.offsets}
+	for i := range t.Spans {
+		out.Spans[i] = spanJSON(&t.Spans[i], v.adj.Time)
+	}
+	for i := range t.Logs {
+		l := &t.Logs[i]
+		out.Logs[i] = logJSON(l, v.adj.Time(l.Host, l.TimeUnixNano))
+	}
+	slices.SortStableFunc(out.Logs, func(a, b Log) int {
+		return cmp.Compare(a.AdjustedTimeUnixNano, b.AdjustedTimeUnixNano)
+	})
+	for i := range v.findings {
+		out.Findings[i] = findingJSON(&v.findings[i])
+	}
+	return out
+}
+
+// traceView is what every rendering of a trace shows besides its spans and
+// logs: the clock offsets its times are corrected by, and all its findings.
+type traceView struct {
+	// offsets are those stored when the trace was kept (the sampler's
+	// per-host-pair estimate over many traces, t.ClockOffsets); a trace
+	// stored without them is adjusted by its own cross-host calls
+	// (clockskew.AdjustTrace: a server span centred in the client span that
+	// called it).
+	offsets  map[string]int64
+	adj      clockskew.Adjustments
+	findings []model.Finding
+}
+
+func viewOf(t *model.Trace) traceView {
 	offsets := t.ClockOffsets
 	if len(offsets) == 0 {
 		offsets = map[string]int64{}
@@ -29,32 +58,13 @@ func traceJSON(t *model.Trace) *Trace {
 			}
 		}
 	}
-	var adj clockskew.Adjustments
+	v := traceView{offsets: offsets, findings: slices.Clone(t.Findings)}
 	for host, off := range offsets {
-		adj.Hosts = append(adj.Hosts, clockskew.HostOffset{Host: host, Offset: time.Duration(off)})
-	}
-	out := &Trace{TraceID: t.TraceID, Spans: make([]Span, len(t.Spans)), Logs: make([]Log, len(t.Logs)),
-		Findings: make([]Finding, len(t.Findings)), ClockOffsets: offsets}
-	for i := range t.Spans {
-		out.Spans[i] = spanJSON(&t.Spans[i], adj.Time)
-	}
-	for i := range t.Logs {
-		l := &t.Logs[i]
-		out.Logs[i] = logJSON(l, adj.Time(l.Host, l.TimeUnixNano))
-	}
-	slices.SortStableFunc(out.Logs, func(a, b Log) int {
-		return cmp.Compare(a.AdjustedTimeUnixNano, b.AdjustedTimeUnixNano)
-	})
-	for i := range t.Findings {
-		out.Findings[i] = findingJSON(&t.Findings[i])
+		v.adj.Hosts = append(v.adj.Hosts, clockskew.HostOffset{Host: host, Offset: time.Duration(off)})
 	}
 	// Skew the sampler's estimate found only after the trace was decided.
-	for _, f := range clockskew.StoredFindings(t) {
-		out.Findings = append(out.Findings, findingJSON(&f))
-	}
+	v.findings = append(v.findings, clockskew.StoredFindings(t)...)
 	// Pools that ran dry, told by the trace's logs only.
-	for _, f := range analyze.LogPoolFindings(t) {
-		out.Findings = append(out.Findings, findingJSON(&f))
-	}
-	return out
+	v.findings = append(v.findings, analyze.LogPoolFindings(t)...)
+	return v
 }

@@ -27,6 +27,7 @@ type TraceReader interface {
 	Operations(ctx context.Context, service string, start, end int64) ([]string, error)
 	RED(ctx context.Context, f store.REDFilter) ([]model.REDGroup, error)
 	REDTallies(ctx context.Context, f store.REDFilter, slowBucket int32) ([]model.REDTally, error)
+	Dependencies(ctx context.Context, start, end int64) ([]model.Dependency, error)
 }
 
 // NewHandler returns the API's routes over r.
@@ -41,6 +42,7 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	mux.HandleFunc("GET /api/v1/logs", a.getLogs)
 	mux.HandleFunc("GET /api/v1/red", a.getRED)
 	mux.HandleFunc("GET /api/v1/compare", a.getCompare)
+	a.routeJaeger(mux)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})

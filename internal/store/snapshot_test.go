@@ -95,7 +95,7 @@ func snapshotCases() []snapshotCase {
 			_, err := r.SearchTraces(ctx, TracesFilter{Service: str("shop", v), Operation: str("GET /cart", v),
 				MinDuration: time.Duration(1500+v) * time.Millisecond, MaxDuration: time.Duration(2500+v) * time.Millisecond,
 				ErrorsOnly: true, Attributes: []AttributeFilter{{Key: str("http.route", v), Value: str("/cart", v)},
-					{Key: str("db.system", v), Value: str("postgresql", v)}},
+					{Key: str("db.system", v), Value: str("postgresql", v)}}, SpanName: str("SELECT cart", v),
 				Start: start(v), End: end(v), Limit: 50 + v, Offset: 4000 + v})
 			return err
 		}},

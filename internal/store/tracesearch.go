@@ -21,6 +21,9 @@ type TracesFilter struct {
 	// Attributes must each be on some span of the trace (key = value, on
 	// the span's own attributes), at most MaxAttributeFilters of them.
 	Attributes []AttributeFilter
+	// SpanName, when set, must be the name of some span of the trace, of
+	// Service when that is set (Operation names the root span only).
+	SpanName   string
 	Start, End int64
 	// Limit and Offset page through the results, which come in a stable
 	// order (newest first, then by trace id).
@@ -71,6 +74,13 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.Trac
 			"AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
 			"AND timestamp <= fromUnixTimestamp64Nano({near_end_ns:Int64})) ", r.spansTable, k, v)
 		p[k], p[v] = a.Key, a.Value
+	}
+	if f.SpanName != "" {
+		fmt.Fprintf(&attrs, "AND trace_id IN (SELECT trace_id FROM %s WHERE name = {span_name:String} "+
+			"AND ({service:String} = '' OR service = {service:String}) "+
+			"AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
+			"AND timestamp <= fromUnixTimestamp64Nano({near_end_ns:Int64})) ", r.spansTable)
+		p["span_name"] = f.SpanName
 	}
 	query := strings.ReplaceAll(r.traceSearch, "${attrs}", attrs.String())
 	out, candidates, err := r.searchTraces(ctx, query, p)
