@@ -172,10 +172,12 @@ type ClockOffset struct {
 }
 
 // Dependency is the calls from one service to another: spans of Child
-// whose parent span is one of Parent's.
+// whose parent span is one of Parent's; Errors of them had status ERROR,
+// and P99Nanos is their 99th percentile duration.
 type Dependency struct {
 	Parent, Child string
-	Calls         uint64
+	Calls, Errors uint64
+	P99Nanos      uint64
 }
 
 // TraceSummary is one trace of a trace search.

@@ -42,6 +42,7 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	mux.HandleFunc("GET /api/v1/logs", a.getLogs)
 	mux.HandleFunc("GET /api/v1/red", a.getRED)
 	mux.HandleFunc("GET /api/v1/compare", a.getCompare)
+	mux.HandleFunc("GET /api/v1/dependencies", a.getDependencies)
 	a.routeJaeger(mux)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -24,7 +24,7 @@ func (f fakeReader) Dependencies(_ context.Context, start, end int64) ([]model.D
 	if end == 1e6 { // endTs=1
 		return nil, errors.New("connection refused")
 	}
-	return []model.Dependency{{Parent: "shop", Child: "shop-db", Calls: 42}}, nil
+	return []model.Dependency{{Parent: "shop", Child: "shop-db", Calls: 42, Errors: 21, P99Nanos: 930e6}}, nil
 }
 
 // jaegerFixture is a trace across two hosts, db-1's clock 300 ms ahead of
@@ -223,5 +223,20 @@ func TestJaegerDependencies(t *testing.T) {
 		assert.Contains(t, rec.Body.String(), `"code":400,"msg":"`+msg, q)
 	}
 	rec = getJSON(t, h, "/api/dependencies?endTs=1&lookback=0")
+	assert.Equal(t, http.StatusInternalServerError, rec.Code)
+}
+
+func TestGetDependencies(t *testing.T) {
+	h := NewHandler(fakeReader{}, zap.NewNop())
+	rec := getJSON(t, h, "/api/v1/dependencies?start=1796007100000000000&end=1796010700000000000")
+	assert.JSONEq(t, `{"start":"1796007100000000000","end":"1796010700000000000","dependencies":[
+		{"parent":"shop","child":"shop-db","calls":42,"errors":21,"errorRate":0.5,"p99Ms":930}]}`, rec.Body.String())
+	assert.Equal(t, [2]int64{1796007100000000000, 1796010700000000000}, lastDeps)
+	rec = getJSON(t, h, "/api/v1/dependencies?start=0&end=1796010700000000000")
+	assert.Equal(t, http.StatusBadRequest, rec.Code)
+	assert.Contains(t, rec.Body.String(), "at most 7 days")
+	rec = getJSON(t, h, "/api/v1/dependencies?start=x")
+	assert.Equal(t, http.StatusBadRequest, rec.Code)
+	rec = getJSON(t, h, "/api/v1/dependencies?start=0&end=1000000")
 	assert.Equal(t, http.StatusInternalServerError, rec.Code)
 }

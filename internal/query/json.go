@@ -118,6 +118,17 @@ type FindingSummary struct {
 	LastSeenUnixNano uint64   `json:"lastSeenUnixNano,string"`
 }
 
+// Dependency is the calls from one service to another (GET
+// /api/v1/dependencies).
+type Dependency struct {
+	Parent    string  `json:"parent"`
+	Child     string  `json:"child"`
+	Calls     uint64  `json:"calls"`
+	Errors    uint64  `json:"errors"`
+	ErrorRate float64 `json:"errorRate"`
+	P99Ms     float64 `json:"p99Ms"`
+}
+
 // TraceSummary is one trace found by a search.
 type TraceSummary struct {
 	TraceID           string   `json:"traceId"`

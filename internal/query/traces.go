@@ -109,6 +109,35 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 	a.answer(w, "listing operations", map[string][]string{"operations": names}, err)
 }
 
+// getDependencies serves GET /api/v1/dependencies?start=&end=: the calls
+// between services in the stored traces of the window (the last hour by
+// default, at most 7 days), by caller and callee, with their errors and p99
+// — the service graph's edges.
+func (a *api) getDependencies(w http.ResponseWriter, r *http.Request) {
+	start, end, _, msg := window(r.URL.Query(), time.Now(), defaultTracesRange, 1, 1)
+	if msg == "" && end-start > int64(jaegerMaxDepsWindow) {
+		msg = "the window is at most 7 days"
+	}
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	deps, err := a.reader.Dependencies(r.Context(), start, end)
+	out := make([]Dependency, len(deps))
+	for i, d := range deps {
+		out[i] = Dependency{Parent: d.Parent, Child: d.Child, Calls: d.Calls, Errors: d.Errors,
+			P99Ms: float64(d.P99Nanos) / 1e6}
+		if d.Calls > 0 {
+			out[i].ErrorRate = float64(d.Errors) / float64(d.Calls)
+		}
+	}
+	a.answer(w, "reading dependencies", struct {
+		Start        int64        `json:"start,string"`
+		End          int64        `json:"end,string"`
+		Dependencies []Dependency `json:"dependencies"`
+	}{start, end, out}, err)
+}
+
 // attributeFilters reads the attr.KEY=VALUE parameters of q, in a stable
 // order (for the same query text every time), or says what is wrong with
 // them.

@@ -157,11 +157,14 @@ func (r *Reader) Dependencies(ctx context.Context, start, end int64) ([]model.De
 		var row struct {
 			Parent, Child string
 			Calls         uint64 `json:"calls"`
+			Errors        uint64 `json:"errors"`
+			P99           uint64 `json:"p99_ns"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
-		out = append(out, model.Dependency{Parent: row.Parent, Child: row.Child, Calls: row.Calls})
+		out = append(out, model.Dependency{Parent: row.Parent, Child: row.Child, Calls: row.Calls, Errors: row.Errors,
+			P99Nanos: row.P99})
 		return nil
 	})
 	if err != nil {

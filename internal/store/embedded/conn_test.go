@@ -538,11 +538,13 @@ func TestSearchTraces(t *testing.T) {
 
 	deps, err := r.Dependencies(ctx, base.UnixNano(), base.Add(time.Minute).UnixNano())
 	require.NoError(t, err)
-	assert.Equal(t, []model.Dependency{{Parent: "shop-web", Child: "shop-db", Calls: 1}, {Parent: "shop-web", Child: "shop-pay", Calls: 1}},
+	assert.Equal(t, []model.Dependency{{Parent: "shop-web", Child: "shop-db", Calls: 1, P99Nanos: uint64(20 * time.Millisecond)},
+		{Parent: "shop-web", Child: "shop-pay", Calls: 1, Errors: 1, P99Nanos: uint64(time.Second)}},
 		deps, "calls between services; a1's and a2's only (a3 and a4 have one span each)")
 	deps, err = r.Dependencies(ctx, base.Add(time.Second).UnixNano(), base.Add(time.Minute).UnixNano())
 	require.NoError(t, err)
-	assert.Equal(t, []model.Dependency{{Parent: "shop-web", Child: "shop-pay", Calls: 1}}, deps, "both ends in the window")
+	assert.Equal(t, []model.Dependency{{Parent: "shop-web", Child: "shop-pay", Calls: 1, Errors: 1, P99Nanos: uint64(time.Second)}},
+		deps, "both ends in the window")
 }
 
 // Inserts leave no file behind, and a process's insert directory is
