@@ -8,7 +8,7 @@ CHDB_LIB := $(CURDIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build generate grafana-plugin run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -31,6 +31,16 @@ generate:
 	cd internal/tools && $(GO) build -o $(CURDIR)/bin/mdatagen go.opentelemetry.io/collector/cmd/mdatagen
 	PATH="$(CURDIR)/bin:$$PATH" $(GO) generate ./internal/...
 
+## grafana-plugin: the Grafana data source's backend (gpx_tracesift_linux_amd64 and _arm64) and plugin.json
+## in $(PLUGIN_DIR)/dist, a folder Grafana loads from its plugins path
+PLUGIN_DIR := grafana/tracesift-datasource
+grafana-plugin:
+	rm -rf $(PLUGIN_DIR)/dist && mkdir -p $(PLUGIN_DIR)/dist
+	cp -r $(PLUGIN_DIR)/src/plugin.json $(PLUGIN_DIR)/src/img $(PLUGIN_DIR)/dist/
+	cd $(PLUGIN_DIR) && for arch in amd64 arm64; do \
+		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -ldflags "-w -s" -o dist/gpx_tracesift_linux_$$arch ./pkg || exit 1; \
+	done
+
 ## run: the all-in-one in the foreground: OTLP on :4317/:4318, API on :16686, data in ./data
 run: build
 	./bin/tracesift
@@ -38,6 +48,8 @@ run: build
 ## test: the whole suite, with the race detector
 test: deps vet
 	$(GO) test -race -count=1 ./...
+	@# The Grafana data source is a module of its own (grafana-plugin-sdk-go stays out of the collector's).
+	cd $(PLUGIN_DIR) && $(GO) vet ./... && $(GO) test -race -count=1 ./...
 	@# The frame encoder's unchecked loads, checked.
 	$(GO) test -count=1 -tags s2dict_safe ./internal/tailsampler/s2dict/
 	@# Every micro-benchmark of make bench runs once, so that a broken one fails here.
@@ -46,7 +58,7 @@ test: deps vet
 
 ## vet: static checks
 vet:
-	@out=$$(gofmt -l ./cmd ./internal ./bench); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l ./cmd ./internal ./bench ./$(PLUGIN_DIR)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 ## bench: Go benchmarks of the hot paths (5 runs each), then tracesift against the OpenTelemetry

@@ -18,7 +18,8 @@ const redCostSlice = 2 * time.Second
 // redCostRuns keeps each iteration's cost, for the summary TestMain prints.
 var redCostRuns struct {
 	sync.Mutex
-	costs []float64
+	costs     []float64
+	saturated []float64 // of runs that did not reach the rate
 }
 
 // BenchmarkREDCost measures what RED on all traffic (every entry span
@@ -57,10 +58,21 @@ func BenchmarkREDCost(b *testing.B) {
 			"cost %.1f %% of the collector's CPU", on.spansPerSec(), on.spansPerCPU(), on.serverCPU.Seconds(),
 			off.spansPerSec(), off.spansPerCPU(), off.serverCPU.Seconds(), cost)
 		redCostRuns.Lock()
-		redCostRuns.costs = append(redCostRuns.costs, cost)
+		// A side that fell far behind the offered rate ran on a saturated
+		// machine: not a measurement at that rate; it is reported apart.
+		if slow := min(on.spansPerSec(), off.spansPerSec()); slow < minRateShare*o.rate {
+			redCostRuns.saturated = append(redCostRuns.saturated, cost)
+			b.Logf("not counted: a side received %.0f spans/s of the %.0f offered (the machine was busy)", slow, o.rate)
+		} else {
+			redCostRuns.costs = append(redCostRuns.costs, cost)
+		}
 		redCostRuns.Unlock()
 	}
 }
+
+// minRateShare is the share of the offered rate both sides must receive
+// while their slices run for a run to count.
+const minRateShare = 0.8
 
 // redCostPair runs the two collectors through one measured window and
 // returns what each did in it.
@@ -161,13 +173,16 @@ func printREDCost() {
 	redCostRuns.Lock()
 	defer redCostRuns.Unlock()
 	c := redCostRuns.costs
-	if len(c) == 0 {
-		return
-	}
 	each := make([]string, len(c))
 	for i, v := range c {
 		each[i] = fmt.Sprintf("%.1f", v)
 	}
-	fmt.Printf("\n=== RED's share of the collector's CPU over %d runs: median %.1f %%, worst %.1f %% (each: %s)\n",
-		len(c), median(c), slices.Max(c), strings.Join(each, ", "))
+	if len(c) > 0 {
+		fmt.Printf("\n=== RED's share of the collector's CPU over %d runs: median %.1f %%, worst %.1f %% (each: %s)\n",
+			len(c), median(c), slices.Max(c), strings.Join(each, ", "))
+	}
+	if n := len(redCostRuns.saturated); n > 0 {
+		fmt.Printf("    and %d run(s) not counted, below %.0f %% of the offered rate: %v\n", n, 100*minRateShare,
+			redCostRuns.saturated)
+	}
 }
