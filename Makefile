@@ -31,12 +31,18 @@ generate:
 	cd internal/tools && $(GO) build -o $(CURDIR)/bin/mdatagen go.opentelemetry.io/collector/cmd/mdatagen
 	PATH="$(CURDIR)/bin:$$PATH" $(GO) generate ./internal/...
 
-## grafana-plugin: the Grafana data source's backend (gpx_tracesift_linux_amd64 and _arm64) and plugin.json
-## in $(PLUGIN_DIR)/dist, a folder Grafana loads from its plugins path
+## grafana-plugin: the Grafana data source in $(PLUGIN_DIR)/dist, a folder Grafana loads from its plugins path:
+## module.js (the editors, built from src/ with webpack), plugin.json, and the backend
+## (gpx_tracesift_linux_amd64 and _arm64)
 PLUGIN_DIR := grafana/tracesift-datasource
-grafana-plugin:
-	rm -rf $(PLUGIN_DIR)/dist && mkdir -p $(PLUGIN_DIR)/dist
-	cp -r $(PLUGIN_DIR)/src/plugin.json $(PLUGIN_DIR)/src/img $(PLUGIN_DIR)/dist/
+PLUGIN_NODE := $(PLUGIN_DIR)/node_modules/.installed
+$(PLUGIN_NODE): $(PLUGIN_DIR)/package.json $(PLUGIN_DIR)/package-lock.json
+	cd $(PLUGIN_DIR) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+grafana-plugin: $(PLUGIN_NODE)
+	rm -rf $(PLUGIN_DIR)/dist
+	cd $(PLUGIN_DIR) && npm run --silent build
 	cd $(PLUGIN_DIR) && for arch in amd64 arm64; do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -ldflags "-w -s" -o dist/gpx_tracesift_linux_$$arch ./pkg || exit 1; \
 	done
@@ -46,10 +52,12 @@ run: build
 	./bin/tracesift
 
 ## test: the whole suite, with the race detector
-test: deps vet
+test: deps vet $(PLUGIN_NODE)
 	$(GO) test -race -count=1 ./...
-	@# The Grafana data source is a module of its own (grafana-plugin-sdk-go stays out of the collector's).
+	@# The Grafana data source: its backend is a Go module of its own (grafana-plugin-sdk-go stays out of
+	@# the collector's); its frontend is type-checked, unit-tested and built as Grafana loads it.
 	cd $(PLUGIN_DIR) && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd $(PLUGIN_DIR) && npm run --silent typecheck && npm test --silent && npm run --silent build
 	@# The frame encoder's unchecked loads, checked.
 	$(GO) test -count=1 -tags s2dict_safe ./internal/tailsampler/s2dict/
 	@# Every micro-benchmark of make bench runs once, so that a broken one fails here.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"net/url"
 	"os"
 	"testing"
@@ -10,17 +11,24 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// The Jaeger data source that deploy/compose.yaml provisions in Grafana
-// points at this binary's service and port there.
-func TestComposeProvisionsTheJaegerDataSource(t *testing.T) {
+// The data sources that deploy/compose.yaml provisions in Grafana (the
+// tracesift plugin and Jaeger's) point at this binary's service and port
+// there, and Grafana is given the plugin and allowed to load it.
+func TestComposeProvisionsTheDataSources(t *testing.T) {
+	for file, typ := range map[string]string{"jaeger.yaml": "jaeger", "tracesift.yaml": "tracesift-datasource"} {
+		checkDataSource(t, file, typ)
+	}
+}
+
+func checkDataSource(t *testing.T, file, typ string) {
 	var ds struct {
 		Datasources []struct{ Name, Type, URL string }
 	}
-	b, err := os.ReadFile("../../deploy/grafana/provisioning/datasources/jaeger.yaml")
+	b, err := os.ReadFile("../../deploy/grafana/provisioning/datasources/" + file)
 	require.NoError(t, err)
 	require.NoError(t, yaml.Unmarshal(b, &ds))
 	require.Len(t, ds.Datasources, 1)
-	assert.Equal(t, "jaeger", ds.Datasources[0].Type)
+	assert.Equal(t, typ, ds.Datasources[0].Type)
 	u, err := url.Parse(ds.Datasources[0].URL)
 	require.NoError(t, err)
 
@@ -28,6 +36,7 @@ func TestComposeProvisionsTheJaegerDataSource(t *testing.T) {
 		Services map[string]struct {
 			Environment map[string]string
 			Ports       []string
+			Volumes     []string
 		}
 	}
 	b, err = os.ReadFile("../../deploy/compose.yaml")
@@ -36,6 +45,15 @@ func TestComposeProvisionsTheJaegerDataSource(t *testing.T) {
 	svc, ok := compose.Services[u.Hostname()]
 	require.True(t, ok, "compose has no service %q", u.Hostname())
 	assert.Equal(t, "0.0.0.0:"+u.Port(), svc.Environment["TRACESIFT_QUERY_ENDPOINT"])
-	_, ok = compose.Services["grafana"]
-	assert.True(t, ok)
+	grafana, ok := compose.Services["grafana"]
+	require.True(t, ok)
+	if typ != "jaeger" {
+		assert.Equal(t, typ, grafana.Environment["GF_PLUGINS_ALLOW_LOADING_UNSIGNED_PLUGINS"])
+		assert.Contains(t, grafana.Volumes, "../grafana/tracesift-datasource/dist:/var/lib/grafana/plugins/"+typ+":ro")
+		var plugin struct{ ID, Executable string }
+		b, err := os.ReadFile("../../grafana/tracesift-datasource/src/plugin.json")
+		require.NoError(t, err)
+		require.NoError(t, json.Unmarshal(b, &plugin))
+		assert.Equal(t, typ, plugin.ID)
+	}
 }
