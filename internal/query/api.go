@@ -28,6 +28,7 @@ type TraceReader interface {
 	RED(ctx context.Context, f store.REDFilter) ([]model.REDGroup, error)
 	REDTallies(ctx context.Context, f store.REDFilter, slowBucket int32) ([]model.REDTally, error)
 	Dependencies(ctx context.Context, start, end int64) ([]model.Dependency, error)
+	ClockPairs(ctx context.Context, start, end int64) ([]model.ClockPair, error)
 }
 
 // NewHandler returns the API's routes over r.
@@ -43,6 +44,7 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	mux.HandleFunc("GET /api/v1/red", a.getRED)
 	mux.HandleFunc("GET /api/v1/compare", a.getCompare)
 	mux.HandleFunc("GET /api/v1/dependencies", a.getDependencies)
+	mux.HandleFunc("GET /api/v1/clock-skew", a.getClockSkew)
 	a.routeJaeger(mux)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

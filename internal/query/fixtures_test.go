@@ -35,6 +35,8 @@ var apiFixtures = map[string]string{
 	"logs.json":         "/api/v1/logs?service=shop&start=1796010600000000000&end=1796010700000000000",
 	"red.json":          "/api/v1/red?service=cat&operation=GET%20%2Fcat&groupBy=instance&step=60s&start=1796010600000000000&end=1796010700000000000",
 	"dependencies.json": "/api/v1/dependencies?start=1796010600000000000&end=1796010700000000000",
+	"clock-skew.json":   "/api/v1/clock-skew?start=1796010600000000000&end=1796010800000000000",
+	"compare.json":      "/api/v1/compare?service=cat&start=1796010600000000000&end=1796010700000000000",
 }
 
 // fixtureReader answers as fakeReader does, with fuller logs and findings.

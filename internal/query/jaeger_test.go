@@ -240,3 +240,28 @@ func TestGetDependencies(t *testing.T) {
 	rec = getJSON(t, h, "/api/v1/dependencies?start=0&end=1000000")
 	assert.Equal(t, http.StatusInternalServerError, rec.Code)
 }
+
+func (f fakeReader) ClockPairs(_ context.Context, start, end int64) ([]model.ClockPair, error) {
+	if end == 1e6 {
+		return nil, errors.New("connection refused")
+	}
+	return []model.ClockPair{
+		{TimeUnixNano: 1796010660000000000, A: "db-1", B: "web-1", OffsetNanos: -300e6, Samples: 5},
+		{TimeUnixNano: 1796010720000000000, A: "db-1", B: "web-1", OffsetNanos: -310e6, Samples: 9},
+		{TimeUnixNano: 1796010660000000000, A: "mq-1", B: "web-1", OffsetNanos: 150e6, Samples: 5},
+	}, nil
+}
+
+func TestGetClockSkew(t *testing.T) {
+	h := NewHandler(fakeReader{}, zap.NewNop())
+	rec := getJSON(t, h, "/api/v1/clock-skew?start=1796007100000000000&end=1796010800000000000")
+	assert.JSONEq(t, `{"start":"1796007100000000000","end":"1796010800000000000","pairs":[
+		{"hostA":"db-1","hostB":"web-1","points":[{"timeUnixNano":"1796010660000000000","offsetMs":-300,"samples":5},
+			{"timeUnixNano":"1796010720000000000","offsetMs":-310,"samples":9}]},
+		{"hostA":"mq-1","hostB":"web-1","points":[{"timeUnixNano":"1796010660000000000","offsetMs":150,"samples":5}]}]}`,
+		rec.Body.String())
+	for q, code := range map[string]int{"start=0&end=1796010700000000000": http.StatusBadRequest, "end=x": http.StatusBadRequest,
+		"start=0&end=1000000": http.StatusInternalServerError} {
+		assert.Equal(t, code, getJSON(t, h, "/api/v1/clock-skew?"+q).Code, q)
+	}
+}

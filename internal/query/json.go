@@ -129,6 +129,22 @@ type Dependency struct {
 	P99Ms     float64 `json:"p99Ms"`
 }
 
+// ClockPair is a host pair's clock offsets over time (GET
+// /api/v1/clock-skew).
+type ClockPair struct {
+	HostA  string       `json:"hostA"`
+	HostB  string       `json:"hostB"`
+	Points []ClockPoint `json:"points"`
+}
+
+// ClockPoint is one estimate of a pair's offset: clock(hostB) − clock(hostA),
+// the median of Samples traces.
+type ClockPoint struct {
+	TimeUnixNano uint64  `json:"timeUnixNano,string"`
+	OffsetMs     float64 `json:"offsetMs"`
+	Samples      int     `json:"samples"`
+}
+
 // TraceSummary is one trace found by a search.
 type TraceSummary struct {
 	TraceID           string   `json:"traceId"`

@@ -138,6 +138,36 @@ func (a *api) getDependencies(w http.ResponseWriter, r *http.Request) {
 	}{start, end, out}, err)
 }
 
+// getClockSkew serves GET /api/v1/clock-skew?start=&end=: the host pairs
+// whose clocks disagreed by the skew threshold or more in the window (the
+// last hour by default, at most 7 days), each with its offsets over time as
+// the sampler estimated them (clock(hostB) − clock(hostA)).
+func (a *api) getClockSkew(w http.ResponseWriter, r *http.Request) {
+	start, end, _, msg := window(r.URL.Query(), time.Now(), defaultTracesRange, 1, 1)
+	if msg == "" && end-start > int64(jaegerMaxDepsWindow) {
+		msg = "the window is at most 7 days"
+	}
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
+	}
+	rows, err := a.reader.ClockPairs(r.Context(), start, end)
+	pairs := []ClockPair{}
+	for _, p := range rows {
+		if n := len(pairs); n == 0 || pairs[n-1].HostA != p.A || pairs[n-1].HostB != p.B {
+			pairs = append(pairs, ClockPair{HostA: p.A, HostB: p.B, Points: []ClockPoint{}})
+		}
+		last := &pairs[len(pairs)-1]
+		last.Points = append(last.Points, ClockPoint{TimeUnixNano: p.TimeUnixNano, OffsetMs: float64(p.OffsetNanos) / 1e6,
+			Samples: p.Samples})
+	}
+	a.answer(w, "reading clock offsets", struct {
+		Start int64       `json:"start,string"`
+		End   int64       `json:"end,string"`
+		Pairs []ClockPair `json:"pairs"`
+	}{start, end, pairs}, err)
+}
+
 // attributeFilters reads the attr.KEY=VALUE parameters of q, in a stable
 // order (for the same query text every time), or says what is wrong with
 // them.

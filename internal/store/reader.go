@@ -56,7 +56,7 @@ type Reader struct {
 	spans, logs, findings, summary, logSearch   string
 	logsKept, resources                         string
 	traceSearch, services, operations, redQuery string
-	redTallies, dependencies                    string
+	redTallies, dependencies, clockPairs        string
 	spansTable                                  string // qualified with the database
 
 	// Resources read, by id. An id is a hash of the resource's entries, so
@@ -84,6 +84,7 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		logSearch: Query("logs_search", db), logsKept: Query("logs_kept", db), resources: Query("trace_resources", db),
 		traceSearch: Query("traces_search", db), services: Query("services", db), operations: Query("operations", db),
 		redQuery: redQuery("red", db), redTallies: redQuery("red_tallies", db), dependencies: Query("dependencies", db),
+		clockPairs: Query("clock_pairs", db),
 		spansTable: db + ".spans"}
 }
 

@@ -141,6 +141,10 @@ func snapshotCases() []snapshotCase {
 			_, err := r.Operations(ctx, str("shop", v), start(v), end(v))
 			return err
 		}},
+		{"clock pairs", func(ctx context.Context, r *Reader, v int) error {
+			_, err := r.ClockPairs(ctx, start(v), end(v))
+			return err
+		}},
 		{"dependencies", func(ctx context.Context, r *Reader, v int) error {
 			_, err := r.Dependencies(ctx, start(v), end(v))
 			return err

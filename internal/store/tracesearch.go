@@ -173,6 +173,31 @@ func (r *Reader) Dependencies(ctx context.Context, start, end int64) ([]model.De
 	return out, nil
 }
 
+// ClockPairs returns the offsets of the skewed host pairs recorded between
+// start and end, by pair and time.
+func (r *Reader) ClockPairs(ctx context.Context, start, end int64) ([]model.ClockPair, error) {
+	out := []model.ClockPair{}
+	err := r.conn.Query(ctx, r.clockPairs, Params{"start_ns": start, "end_ns": end}, func(b []byte) error {
+		var row struct {
+			TimeNs  int64  `json:"time_ns"`
+			A       string `json:"host_a"`
+			B       string `json:"host_b"`
+			Offset  int64  `json:"offset_ns"`
+			Samples int    `json:"samples"`
+		}
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		out = append(out, model.ClockPair{TimeUnixNano: uint64(max(row.TimeNs, 0)), A: row.A, B: row.B,
+			OffsetNanos: row.Offset, Samples: row.Samples})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the clock offsets of host pairs: %w", err)
+	}
+	return out, nil
+}
+
 func (r *Reader) names(ctx context.Context, query string, p Params, column string) ([]string, error) {
 	out := []string{}
 	err := r.conn.Query(ctx, query, p, func(b []byte) error {

@@ -46,6 +46,23 @@ describe('DataSource', () => {
     expect(get).toHaveBeenLastCalledWith('services/shop%2Fv2/operations');
   });
 
+  it('answers dashboard variables', async () => {
+    const ds = new DataSource(settings);
+    const get = jest.spyOn(ds, 'getResource').mockImplementation(async (path: string) => {
+      if (path === 'services') {
+        return { services: ['checkout'] };
+      }
+      return path.endsWith('/instances') ? { instances: ['cat-4'] } : { operations: ['GET /cart'] };
+    });
+    expect(await ds.metricFindQuery('services()')).toEqual([{ text: 'checkout' }]);
+    expect(await ds.metricFindQuery(' operations($service) ')).toEqual([{ text: 'GET /cart' }]);
+    expect(get).toHaveBeenLastCalledWith('services/checkout/operations');
+    expect(await ds.metricFindQuery('instances(checkout)')).toEqual([{ text: 'cat-4' }]);
+    expect(get).toHaveBeenLastCalledWith('services/checkout/instances');
+    await expect(ds.metricFindQuery('everything')).rejects.toThrow('want services()');
+    await expect(ds.metricFindQuery('operations()')).rejects.toThrow('want services()');
+  });
+
   it('skips hidden queries', () => {
     const ds = new DataSource(settings);
     expect(ds.filterQuery({ refId: 'A', hide: true })).toBe(false);

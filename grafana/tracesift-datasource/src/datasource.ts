@@ -1,4 +1,4 @@
-import { CoreApp, DataSourceInstanceSettings, ScopedVars } from '@grafana/data';
+import { CoreApp, DataSourceInstanceSettings, MetricFindValue, ScopedVars } from '@grafana/data';
 import { DataSourceWithBackend, getTemplateSrv } from '@grafana/runtime';
 
 import { TracesiftOptions, TracesiftQuery } from './types';
@@ -37,6 +37,27 @@ export class DataSource extends DataSourceWithBackend<TracesiftQuery, TracesiftO
   async services(): Promise<string[]> {
     const r = await this.getResource<{ services: string[] }>('services');
     return r.services ?? [];
+  }
+
+  // The instances that served a service in the last hour, busiest first.
+  async instances(service: string): Promise<string[]> {
+    const r = await this.getResource<{ instances: string[] }>(`services/${encodeURIComponent(service)}/instances`);
+    return r.instances ?? [];
+  }
+
+  // metricFindQuery answers dashboard variables: services(),
+  // operations(<service>), instances(<service>); the service may be a
+  // variable ($service).
+  async metricFindQuery(query: string, options?: { scopedVars?: ScopedVars }): Promise<MetricFindValue[]> {
+    const q = getTemplateSrv().replace(query ?? '', options?.scopedVars).trim();
+    const m = /^(services|operations|instances)\((.*)\)$/.exec(q);
+    if (!m || (m[1] === 'services') !== (m[2].trim() === '')) {
+      throw new Error(`variable query ${JSON.stringify(q)}: want services(), operations(<service>) or instances(<service>)`);
+    }
+    const arg = m[2].trim();
+    const names =
+      m[1] === 'services' ? await this.services() : m[1] === 'operations' ? await this.operations(arg) : await this.instances(arg);
+    return names.map((text) => ({ text }));
   }
 
   // A service's operations of the last day.

@@ -2,7 +2,7 @@ import type { DataSourceJsonData } from '@grafana/data';
 import type { DataQuery } from '@grafana/schema';
 
 // The query types the backend answers (pkg/plugin/query.go).
-export type QueryType = 'trace' | 'search' | 'logs' | 'findings' | 'serviceGraph' | 'red';
+export type QueryType = 'trace' | 'search' | 'logs' | 'findings' | 'serviceGraph' | 'red' | 'compare' | 'clockSkew';
 
 // TracesiftQuery is the query model the backend reads (queryModel in
 // pkg/plugin/query.go); each query type reads its own fields.
@@ -11,7 +11,7 @@ export interface TracesiftQuery extends DataQuery {
   traceId?: string;
   service?: string;
   operation?: string;
-  minDuration?: string;
+  minDuration?: string; // search; compare: slower than this counts as failing
   maxDuration?: string;
   errorsOnly?: boolean;
   attributes?: string; // key=value pairs separated by spaces

@@ -147,6 +147,14 @@ func TestSkewedPairsReadWithTheTrace(t *testing.T) {
 	got, err := r.GetTrace(ctx, traceID(0x7c).String())
 	require.NoError(t, err)
 	assert.Equal(t, []model.ClockPair{{A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9}}, got.SkewedPairs)
+
+	pairs, err := r.ClockPairs(ctx, base.UnixNano(), base.Add(time.Minute).UnixNano())
+	require.NoError(t, err)
+	assert.Equal(t, []model.ClockPair{
+		{TimeUnixNano: at(20 * time.Second), A: "db-7", B: "mq-7", OffsetNanos: 500e6, Samples: 5},
+		{TimeUnixNano: at(10 * time.Second), A: "db-7", B: "web-7", OffsetNanos: -200e6, Samples: 5},
+		{TimeUnixNano: at(50 * time.Second), A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9},
+	}, pairs, "by pair and time, in the window only")
 }
 
 // A window read from the rollups (whole ten minutes and minutes) and the

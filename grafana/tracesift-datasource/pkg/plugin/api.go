@@ -130,6 +130,30 @@ type apiREDPoint struct {
 	P99Ms    float64 `json:"p99Ms"`
 }
 
+type apiCompare struct {
+	Failing    int64 `json:"failing"`
+	Healthy    int64 `json:"healthy"`
+	Dimensions []struct {
+		Key          string  `json:"key"`
+		Value        string  `json:"value"`
+		Failing      float64 `json:"failing"`
+		Healthy      float64 `json:"healthy"`
+		Lift         float64 `json:"lift"`
+		FailingCount int64   `json:"failingCount"`
+		HealthyCount int64   `json:"healthyCount"`
+	} `json:"dimensions"`
+}
+
+type apiClockPair struct {
+	HostA  string `json:"hostA"`
+	HostB  string `json:"hostB"`
+	Points []struct {
+		Time     uint64  `json:"timeUnixNano,string"`
+		OffsetMs float64 `json:"offsetMs"`
+		Samples  int64   `json:"samples"`
+	} `json:"points"`
+}
+
 // client calls the query API at base, with token as a bearer token when set.
 type client struct {
 	base  *url.URL

@@ -53,6 +53,7 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /services", ds.services)
 	mux.HandleFunc("GET /services/{service}/operations", ds.operations)
+	mux.HandleFunc("GET /services/{service}/instances", ds.instances)
 	ds.CallResourceHandler = httpadapter.New(mux)
 	return ds, nil
 }
@@ -91,13 +92,39 @@ func (d *Datasource) operations(w http.ResponseWriter, r *http.Request) {
 	d.resource(w, r, "/api/v1/services/"+url.PathEscape(r.PathValue("service"))+"/operations", &out)
 }
 
-func (d *Datasource) resource(w http.ResponseWriter, r *http.Request, path string, out any) {
-	err := d.api.get(r.Context(), path, nil, out)
-	w.Header().Set("Content-Type", "application/json")
-	if err != nil {
-		w.WriteHeader(http.StatusBadGateway)
-		_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+// instances lists the instances that served the service in the last hour,
+// busiest first (from RED on all traffic), for dashboard variables.
+func (d *Datasource) instances(w http.ResponseWriter, r *http.Request) {
+	now := time.Now()
+	p := timeParams(now.Add(-time.Hour), now)
+	p.Set("service", r.PathValue("service"))
+	p.Set("groupBy", "instance")
+	var red struct{ Groups []apiREDGroup }
+	if err := d.api.get(r.Context(), "/api/v1/red", p, &red); err != nil {
+		d.resourceError(w, err)
 		return
 	}
+	out := struct {
+		Instances []string `json:"instances"`
+	}{Instances: []string{}}
+	for _, g := range red.Groups {
+		out.Instances = append(out.Instances, g.Value)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(out)
+}
+
+func (d *Datasource) resourceError(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadGateway)
+	_ = json.NewEncoder(w).Encode(map[string]string{"error": err.Error()})
+}
+
+func (d *Datasource) resource(w http.ResponseWriter, r *http.Request, path string, out any) {
+	if err := d.api.get(r.Context(), path, nil, out); err != nil {
+		d.resourceError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(out)
 }

@@ -42,6 +42,8 @@ func newFixtureAPI(t *testing.T) *fixtureAPI {
 		"/api/v1/logs":                     "logs.json",
 		"/api/v1/red":                      "red.json",
 		"/api/v1/dependencies":             "dependencies.json",
+		"/api/v1/compare":                  "compare.json",
+		"/api/v1/clock-skew":               "clock-skew.json",
 	}
 	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.mu.Lock()
@@ -120,6 +122,10 @@ func TestQueryTypesGolden(t *testing.T) {
 		{"red", queryRED, `{"service": "cat", "operation": "GET /cat", "groupBy": "instance"}`, "/api/v1/red",
 			map[string]string{"service": "cat", "operation": "GET /cat", "groupBy": "instance", "step": "1m0s",
 				"start": "1796010600000000000", "end": "1796010700000000000"}},
+		{"compare", queryCompare, `{"service": "cat", "minDuration": "500ms"}`, "/api/v1/compare",
+			map[string]string{"service": "cat", "slow": "500ms", "start": "1796010600000000000", "end": "1796010700000000000"}},
+		{"clockSkew", queryClockSkew, `{}`, "/api/v1/clock-skew",
+			map[string]string{"start": "1796010600000000000", "end": "1796010700000000000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := run(t, ds, tc.queryType, tc.model)
@@ -149,6 +155,7 @@ func TestQueryErrors(t *testing.T) {
 		{queryTrace, `{}`, backend.StatusBadRequest, "enter a trace id"},
 		{querySearch, `{"attributes": "novalue"}`, backend.StatusBadRequest, `attribute filter "novalue"`},
 		{queryRED, `{}`, backend.StatusBadRequest, "RED needs a service"},
+		{queryCompare, `{}`, backend.StatusBadRequest, "the comparison needs a service"},
 		{"flamegraph", `{}`, backend.StatusBadRequest, "unknown query type"},
 		{querySearch, `{"limit": "many"}`, backend.StatusBadRequest, "not tracesift's"},
 	} {
@@ -199,6 +206,7 @@ func TestResources(t *testing.T) {
 	for path, want := range map[string]string{
 		"services":                 `{"services":["shop","shop-db"]}`,
 		"services/shop/operations": `{"operations":["GET /cart shop"]}`,
+		"services/cat/instances":   `{"instances":["cat-4"]}`,
 	} {
 		var s sender
 		require.NoError(t, ds.CallResource(context.Background(), &backend.CallResourceRequest{Method: http.MethodGet,
@@ -206,6 +214,9 @@ func TestResources(t *testing.T) {
 		assert.Equal(t, http.StatusOK, s.resp.Status, path)
 		assert.JSONEq(t, want, string(s.resp.Body), path)
 	}
+	q := api.last().URL.Query()
+	assert.Equal(t, "cat", q.Get("service"))
+	assert.Equal(t, "instance", q.Get("groupBy"))
 	var s sender
 	require.NoError(t, ds.CallResource(context.Background(), &backend.CallResourceRequest{Method: http.MethodGet,
 		Path: "services/nope/operations", URL: "services/nope/operations"}, &s))

@@ -68,7 +68,7 @@ func (d *Datasource) traceLink() data.DataLink {
 // trace reads one trace: its spans on the skew-corrected timeline, each
 // with its events and the trace's log lines as logs, the findings on it as
 // warnings, and its host's clock offset as a tag.
-func (d *Datasource) trace(ctx context.Context, q backend.DataQuery, m queryModel) (data.Frames, error) {
+func (d *Datasource) trace(ctx context.Context, q backend.DataQuery, m QueryModel) (data.Frames, error) {
 	id := strings.ToLower(strings.TrimSpace(m.TraceID))
 	if id == "" {
 		return nil, badQuery("enter a trace id")
@@ -198,7 +198,7 @@ func statusCode(code string) int64 {
 
 // search lists the traces that match, newest first, each linked to its
 // trace query.
-func (d *Datasource) search(ctx context.Context, q backend.DataQuery, m queryModel) (data.Frames, error) {
+func (d *Datasource) search(ctx context.Context, q backend.DataQuery, m QueryModel) (data.Frames, error) {
 	p := timeParams(q.TimeRange.From, q.TimeRange.To)
 	for k, v := range map[string]string{"service": m.Service, "operation": m.Operation,
 		"minDuration": m.MinDuration, "maxDuration": m.MaxDuration} {
@@ -238,7 +238,7 @@ func (d *Datasource) search(ctx context.Context, q backend.DataQuery, m queryMod
 // logs is the log search as a logs frame (Grafana's data plane "log-lines"
 // contract: timestamp, body, severity, id, labels), each line linked to its
 // trace when it has one.
-func (d *Datasource) logs(ctx context.Context, q backend.DataQuery, m queryModel) (data.Frames, error) {
+func (d *Datasource) logs(ctx context.Context, q backend.DataQuery, m QueryModel) (data.Frames, error) {
 	p := timeParams(q.TimeRange.From, q.TimeRange.To)
 	for k, v := range map[string]string{"service": m.Service, "q": m.Words, "severity": m.Severity, "traceId": m.TraceID} {
 		if v != "" {
@@ -277,7 +277,7 @@ func (d *Datasource) logs(ctx context.Context, q backend.DataQuery, m queryModel
 
 // findings is the findings across traces as a table, the worst example
 // trace of each linked to its trace query.
-func (d *Datasource) findings(ctx context.Context, q backend.DataQuery, m queryModel) (data.Frames, error) {
+func (d *Datasource) findings(ctx context.Context, q backend.DataQuery, m QueryModel) (data.Frames, error) {
 	p := timeParams(q.TimeRange.From, q.TimeRange.To)
 	if m.Kind != "" {
 		p.Set("kind", m.Kind)
@@ -373,7 +373,7 @@ func (d *Datasource) serviceGraph(ctx context.Context, q backend.DataQuery) (dat
 // red is a service's requests, errors and p99 over time on all traffic
 // (GET /api/v1/red), one frame a group (by operation by default), labelled
 // by it.
-func (d *Datasource) red(ctx context.Context, q backend.DataQuery, m queryModel) (data.Frames, error) {
+func (d *Datasource) red(ctx context.Context, q backend.DataQuery, m QueryModel) (data.Frames, error) {
 	if m.Service == "" {
 		return nil, badQuery("RED needs a service")
 	}
@@ -406,6 +406,71 @@ func (d *Datasource) red(ctx context.Context, q backend.DataQuery, m queryModel)
 		f.SetMeta(&data.FrameMeta{Type: data.FrameTypeTimeSeriesWide, PreferredVisualization: data.VisTypeGraph})
 		for _, pt := range g.Points {
 			f.AppendRow(time.Unix(0, int64(pt.Time)).UTC(), pt.Requests, pt.Errors, pt.P99Ms)
+		}
+		frames = append(frames, f)
+	}
+	return frames, nil
+}
+
+// compare sets a service's failing requests against its healthy ones along
+// every dimension (GET /api/v1/compare), most telling first, as a table.
+func (d *Datasource) compare(ctx context.Context, q backend.DataQuery, m QueryModel) (data.Frames, error) {
+	if m.Service == "" {
+		return nil, badQuery("the comparison needs a service")
+	}
+	p := timeParams(q.TimeRange.From, q.TimeRange.To)
+	p.Set("service", m.Service)
+	if m.Operation != "" {
+		p.Set("operation", m.Operation)
+	}
+	if m.MinDuration != "" {
+		p.Set("slow", m.MinDuration) // slower than this counts as failing
+	}
+	setLimit(m, p)
+	var out apiCompare
+	if err := d.api.get(ctx, "/api/v1/compare", p, &out); err != nil {
+		return nil, err
+	}
+	share := func(name string) *data.FieldConfig {
+		return &data.FieldConfig{DisplayNameFromDS: name, Unit: "percentunit"}
+	}
+	f := data.NewFrame("compare",
+		data.NewField("key", nil, []string{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Dimension"}),
+		data.NewField("value", nil, []string{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Value"}),
+		data.NewField("failing", nil, []float64{}).SetConfig(share("Of the failing")),
+		data.NewField("healthy", nil, []float64{}).SetConfig(share("Of the healthy")),
+		data.NewField("lift", nil, []float64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Lift"}),
+		data.NewField("failingCount", nil, []int64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Failing requests"}),
+		data.NewField("healthyCount", nil, []int64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Healthy requests"}),
+	)
+	f.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeTable,
+		Custom: map[string]any{"failing": out.Failing, "healthy": out.Healthy}})
+	for _, dim := range out.Dimensions {
+		f.AppendRow(dim.Key, dim.Value, dim.Failing, dim.Healthy, dim.Lift, dim.FailingCount, dim.HealthyCount)
+	}
+	return data.Frames{f}, nil
+}
+
+// clockSkew is each skewed host pair's clock offset over time (GET
+// /api/v1/clock-skew): a time series a pair, labelled by its hosts.
+func (d *Datasource) clockSkew(ctx context.Context, q backend.DataQuery) (data.Frames, error) {
+	var out struct{ Pairs []apiClockPair }
+	if err := d.api.get(ctx, "/api/v1/clock-skew", timeParams(q.TimeRange.From, q.TimeRange.To), &out); err != nil {
+		return nil, err
+	}
+	frames := data.Frames{}
+	for _, pair := range out.Pairs {
+		name := pair.HostA + " → " + pair.HostB
+		labels := data.Labels{"host_a": pair.HostA, "host_b": pair.HostB}
+		f := data.NewFrame(name,
+			data.NewField("time", nil, []time.Time{}),
+			data.NewField("offset", labels, []float64{}).SetConfig(&data.FieldConfig{
+				DisplayNameFromDS: "clock(" + pair.HostB + ") − clock(" + pair.HostA + ")", Unit: "ms"}),
+			data.NewField("samples", labels, []int64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: name + " samples"}),
+		)
+		f.SetMeta(&data.FrameMeta{Type: data.FrameTypeTimeSeriesWide, PreferredVisualization: data.VisTypeGraph})
+		for _, pt := range pair.Points {
+			f.AppendRow(time.Unix(0, int64(pt.Time)).UTC(), pt.OffsetMs, pt.Samples)
 		}
 		frames = append(frames, f)
 	}

@@ -22,11 +22,17 @@ const (
 	queryFindings     = "findings"
 	queryServiceGraph = "serviceGraph"
 	queryRED          = "red"
+	queryCompare      = "compare"
+	queryClockSkew    = "clockSkew"
 )
 
-// queryModel is a query as the editor saves it; each type reads its own
+// QueryTypes are the query types the data source answers.
+var QueryTypes = []string{queryTrace, querySearch, queryLogs, queryFindings, queryServiceGraph, queryRED, queryCompare,
+	queryClockSkew}
+
+// QueryModel is a query as the editor saves it; each type reads its own
 // fields.
-type queryModel struct {
+type QueryModel struct {
 	TraceID     string `json:"traceId"`
 	Service     string `json:"service"`
 	Operation   string `json:"operation"`
@@ -57,7 +63,7 @@ func (d *Datasource) QueryData(ctx context.Context, req *backend.QueryDataReques
 type badQuery string
 
 func (d *Datasource) query(ctx context.Context, q backend.DataQuery) backend.DataResponse {
-	var m queryModel
+	var m QueryModel
 	if err := json.Unmarshal(q.JSON, &m); err != nil {
 		return backend.ErrDataResponse(backend.StatusBadRequest, "the query is not tracesift's: "+err.Error())
 	}
@@ -78,6 +84,10 @@ func (d *Datasource) query(ctx context.Context, q backend.DataQuery) backend.Dat
 		frames, err = d.serviceGraph(ctx, q)
 	case queryRED:
 		frames, err = d.red(ctx, q, m)
+	case queryCompare:
+		frames, err = d.compare(ctx, q, m)
+	case queryClockSkew:
+		frames, err = d.clockSkew(ctx, q)
 	default:
 		return backend.ErrDataResponse(backend.StatusBadRequest, fmt.Sprintf("unknown query type %q", q.QueryType))
 	}
@@ -116,7 +126,7 @@ func attributeParams(s string, into url.Values) error {
 }
 
 // setLimit adds limit when the query has one.
-func setLimit(m queryModel, p url.Values) {
+func setLimit(m QueryModel, p url.Values) {
 	if m.Limit > 0 {
 		p.Set("limit", fmt.Sprint(m.Limit))
 	}

@@ -14,6 +14,8 @@ const queryTypes: Array<SelectableValue<QueryType>> = [
   { label: 'Findings', value: 'findings', description: 'What went wrong, across traces' },
   { label: 'Service graph', value: 'serviceGraph', description: 'Calls between services' },
   { label: 'RED', value: 'red', description: 'Requests, errors and p99 on all traffic' },
+  { label: 'Failing vs healthy', value: 'compare', description: 'What failing requests have in common' },
+  { label: 'Clock skew', value: 'clockSkew', description: 'Host pairs whose clocks disagree, over time' },
 ];
 
 const severities = ['', 'TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL'].map((s) => ({ label: s || 'any', value: s }));
@@ -27,7 +29,7 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource }: Props) 
   const type = query.queryType ?? 'search';
   const [services, setServices] = useState<string[]>([]);
   const [operations, setOperations] = useState<string[]>([]);
-  const needsServices = type !== 'trace' && type !== 'serviceGraph';
+  const needsServices = type !== 'trace' && type !== 'serviceGraph' && type !== 'clockSkew';
 
   useEffect(() => {
     if (!needsServices) {
@@ -44,7 +46,7 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource }: Props) 
   }, [datasource, needsServices]);
 
   useEffect(() => {
-    if (!query.service || (type !== 'search' && type !== 'red')) {
+    if (!query.service || (type !== 'search' && type !== 'red' && type !== 'compare')) {
       setOperations([]);
       return;
     }
@@ -188,6 +190,14 @@ export function QueryEditor({ query, onChange, onRunQuery, datasource }: Props) 
               onChange={(v) => set({ groupBy: v.value })}
             />
           </InlineField>
+          {limit}
+        </InlineFieldRow>
+      )}
+      {type === 'compare' && (
+        <InlineFieldRow>
+          {pick('service', 'Service', services)}
+          {pick('operation', 'Operation', operations)}
+          {text('minDuration', 'Slow above', '1s', 'A request slower than this fails (1s by default)')}
           {limit}
         </InlineFieldRow>
       )}

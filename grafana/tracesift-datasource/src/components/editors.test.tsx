@@ -30,6 +30,18 @@ describe('QueryEditor', () => {
     expect(ds.services).toHaveBeenCalled();
   });
 
+  it('asks a comparison for a service and what is slow', async () => {
+    const { ds } = renderQuery({ refId: 'A', queryType: 'compare', service: 'cat' });
+    expect(screen.getByLabelText('Slow above')).toBeInTheDocument();
+    await waitFor(() => expect(ds.operations).toHaveBeenCalledWith('cat'));
+  });
+
+  it('asks a clock skew query for nothing', () => {
+    const { ds } = renderQuery({ refId: 'A', queryType: 'clockSkew' });
+    expect(screen.queryByLabelText('Service')).not.toBeInTheDocument();
+    expect(ds.services).not.toHaveBeenCalled();
+  });
+
   it('asks a trace query for its id only', () => {
     const { ds } = renderQuery({ refId: 'A', queryType: 'trace' });
     expect(screen.getByLabelText('Trace ID')).toBeInTheDocument();
