@@ -8,7 +8,7 @@ CHDB_LIB := $(CURDIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate grafana-plugin run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -46,6 +46,10 @@ grafana-plugin: $(PLUGIN_NODE)
 	cd $(PLUGIN_DIR) && for arch in amd64 arm64; do \
 		CGO_ENABLED=0 GOOS=linux GOARCH=$$arch $(GO) build -ldflags "-w -s" -o dist/gpx_tracesift_linux_$$arch ./pkg || exit 1; \
 	done
+
+## dashboards: rewrite dashboards/*.json from their code (grafana/tracesift-datasource/dashboards)
+dashboards:
+	cd $(PLUGIN_DIR) && $(GO) test ./dashboards -count=1 -update
 
 ## run: the all-in-one in the foreground: OTLP on :4317/:4318, API on :16686, data in ./data
 run: build

@@ -33,20 +33,20 @@ var QueryTypes = []string{queryTrace, querySearch, queryLogs, queryFindings, que
 // QueryModel is a query as the editor saves it; each type reads its own
 // fields.
 type QueryModel struct {
-	TraceID     string `json:"traceId"`
-	Service     string `json:"service"`
-	Operation   string `json:"operation"`
-	MinDuration string `json:"minDuration"`
-	MaxDuration string `json:"maxDuration"`
-	ErrorsOnly  bool   `json:"errorsOnly"`
+	TraceID     string `json:"traceId,omitempty"`
+	Service     string `json:"service,omitempty"`
+	Operation   string `json:"operation,omitempty"`
+	MinDuration string `json:"minDuration,omitempty"`
+	MaxDuration string `json:"maxDuration,omitempty"`
+	ErrorsOnly  bool   `json:"errorsOnly,omitempty"`
 	// Attributes are key=value pairs separated by spaces (search: on some
 	// span; logs: on the line or its resource).
-	Attributes string `json:"attributes"`
-	Words      string `json:"words"` // logs: every word, in the body
-	Severity   string `json:"severity"`
-	Kind       string `json:"kind"`    // findings
-	GroupBy    string `json:"groupBy"` // red: instance, operation, version or a dimension
-	Limit      int    `json:"limit"`
+	Attributes string `json:"attributes,omitempty"`
+	Words      string `json:"words,omitempty"` // logs: every word, in the body
+	Severity   string `json:"severity,omitempty"`
+	Kind       string `json:"kind,omitempty"`    // findings
+	GroupBy    string `json:"groupBy,omitempty"` // red: instance, operation, version or a dimension
+	Limit      int    `json:"limit,omitempty"`
 }
 
 // QueryData answers each query on its own: one failing does not fail the
