@@ -53,7 +53,9 @@ func (q query) Build() (variants.Dataquery, error) {
 	return out, out.Validate()
 }
 
-func q(queryType string, m plugin.QueryModel) query { return query{QueryType: queryType, QueryModel: m} }
+func q(queryType string, m plugin.QueryModel) query {
+	return query{QueryType: queryType, QueryModel: m}
+}
 
 // dsVar is the dashboards' data source variable: any tracesift data source.
 const dsVar = "ds"
