@@ -203,20 +203,25 @@ func (s *sender) Send(r *backend.CallResourceResponse) error { s.resp = r; retur
 func TestResources(t *testing.T) {
 	api := newFixtureAPI(t)
 	ds := newTestDatasource(t, api.URL, "")
-	for path, want := range map[string]string{
-		"services":                 `{"services":["shop","shop-db"]}`,
-		"services/shop/operations": `{"operations":["GET /cart shop"]}`,
-		"services/cat/instances":   `{"instances":["cat-4"]}`,
+	for _, tc := range []struct{ path, want, apiPath, apiQuery string }{
+		{"services", `{"services":["shop","shop-db"]}`, "/api/v1/services", ""},
+		{"services/shop/operations", `{"operations":["GET /cart shop"]}`, "/api/v1/services/shop/operations", ""},
+		{"services/cat/instances", `{"instances":["cat-4"]}`, "/api/v1/red", "groupBy=instance&service=cat"},
 	} {
 		var s sender
 		require.NoError(t, ds.CallResource(context.Background(), &backend.CallResourceRequest{Method: http.MethodGet,
-			Path: path, URL: path}, &s))
-		assert.Equal(t, http.StatusOK, s.resp.Status, path)
-		assert.JSONEq(t, want, string(s.resp.Body), path)
+			Path: tc.path, URL: tc.path}, &s))
+		assert.Equal(t, http.StatusOK, s.resp.Status, tc.path)
+		assert.JSONEq(t, tc.want, string(s.resp.Body), tc.path)
+		req := api.last()
+		assert.Equal(t, tc.apiPath, req.URL.Path)
+		if tc.apiQuery != "" {
+			q := req.URL.Query()
+			q.Del("start")
+			q.Del("end")
+			assert.Equal(t, tc.apiQuery, q.Encode())
+		}
 	}
-	q := api.last().URL.Query()
-	assert.Equal(t, "cat", q.Get("service"))
-	assert.Equal(t, "instance", q.Get("groupBy"))
 	var s sender
 	require.NoError(t, ds.CallResource(context.Background(), &backend.CallResourceRequest{Method: http.MethodGet,
 		Path: "services/nope/operations", URL: "services/nope/operations"}, &s))
