@@ -120,6 +120,8 @@ type apiREDGroup struct {
 	Operation string        `json:"operation"`
 	Key       string        `json:"key"`
 	Value     string        `json:"value"`
+	Requests  int64         `json:"requests"`
+	Errors    int64         `json:"errors"`
 	Points    []apiREDPoint `json:"points"`
 }
 

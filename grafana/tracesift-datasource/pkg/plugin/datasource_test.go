@@ -55,6 +55,12 @@ func newFixtureAPI(t *testing.T) *fixtureAPI {
 			_, _ = io.WriteString(w, `{"error": "missing or invalid bearer token"}`)
 			return
 		}
+		if r.URL.Path == "/api/v1/red" && r.URL.Query().Get("service") == "shop" {
+			// A service whose RED read fails: the service graph falls back on the traces.
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"error": "the store is not reachable"}`)
+			return
+		}
 		name, ok := files[r.URL.Path]
 		if !ok {
 			w.WriteHeader(http.StatusNotFound)
@@ -77,6 +83,26 @@ func (f *fixtureAPI) last() *http.Request {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.requests[len(f.requests)-1]
+}
+
+// count is how many requests came so far.
+func (f *fixtureAPI) count() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.requests)
+}
+
+// to are the requests since the first n to path.
+func (f *fixtureAPI) to(n int, path string) []*http.Request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []*http.Request
+	for _, r := range f.requests[n:] {
+		if r.URL.Path == path {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 func newTestDatasource(t *testing.T, url, token string) *Datasource {
@@ -128,10 +154,12 @@ func TestQueryTypesGolden(t *testing.T) {
 			map[string]string{"start": "1796010600000000000", "end": "1796010700000000000"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			before := api.count()
 			resp := run(t, ds, tc.queryType, tc.model)
 			require.NoError(t, resp.Error)
-			req := api.last()
-			assert.Equal(t, tc.wantPath, req.URL.Path)
+			sent := api.to(before, tc.wantPath)
+			require.Len(t, sent, 1, tc.wantPath)
+			req := sent[0]
 			got := map[string]string{}
 			for k, v := range req.URL.Query() {
 				got[k] = strings.Join(v, ",")
@@ -139,6 +167,14 @@ func TestQueryTypesGolden(t *testing.T) {
 			assert.Equal(t, tc.wantQuery, got)
 			assert.Equal(t, "Bearer s3cret", req.Header.Get("Authorization"))
 			experimental.CheckGoldenJSONResponse(t, "testdata/golden", tc.name, &resp, *update)
+			if tc.queryType == queryServiceGraph {
+				// And each service's RED, for its exact figures.
+				var services []string
+				for _, r := range api.to(before, "/api/v1/red") {
+					services = append(services, r.URL.Query().Get("service"))
+				}
+				assert.ElementsMatch(t, []string{"shop", "shop-db"}, services)
+			}
 		})
 	}
 }

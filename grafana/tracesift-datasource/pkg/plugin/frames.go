@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grafana/grafana-plugin-sdk-go/backend"
@@ -346,28 +347,74 @@ func (d *Datasource) serviceGraph(ctx context.Context, q backend.DataQuery) (dat
 		nodes[e.Child].calls += e.Calls
 		nodes[e.Child].errors += e.Errors
 	}
+	// A service's own figures come from RED on all traffic (exact, whatever
+	// was sampled) when it has RED in the window; else from the calls it
+	// received in the stored traces, which lean towards errors.
+	names := slices.Sorted(maps.Keys(nodes))
+	red := d.redTotals(ctx, q, names)
 	nf := data.NewFrame("nodes",
 		data.NewField("id", nil, []string{}),
 		data.NewField("title", nil, []string{}),
-		data.NewField("mainstat", nil, []int64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Calls received"}),
+		data.NewField("subtitle", nil, []string{}),
+		data.NewField("mainstat", nil, []int64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Requests"}),
 		data.NewField("secondarystat", nil, []float64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Error rate",
 			Unit: "percentunit"}),
 		data.NewField("arc__errors", nil, []float64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "Errors",
 			Color: map[string]any{"mode": "fixed", "fixedColor": "red"}}),
 		data.NewField("arc__ok", nil, []float64{}).SetConfig(&data.FieldConfig{DisplayNameFromDS: "OK",
 			Color: map[string]any{"mode": "fixed", "fixedColor": "green"}}),
+		data.NewField("detail__tracedCalls", nil, []int64{}).SetConfig(&data.FieldConfig{
+			DisplayNameFromDS: "Calls received in stored traces"}),
 	)
 	nf.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeNodeGraph})
-	for _, s := range slices.Sorted(maps.Keys(nodes)) {
+	for i, s := range names {
 		n := nodes[s]
-		rate, ok := 0.0, 1.0 // a service no one calls (an entry point): all green
-		if n.calls > 0 {
-			rate = float64(n.errors) / float64(n.calls)
+		requests, errs, source := n.calls, n.errors, "stored traces"
+		if t := red[i]; t.Requests > 0 {
+			requests, errs, source = t.Requests, t.Errors, "all traffic"
+		}
+		rate, ok := 0.0, 1.0 // nothing counted: all green
+		if requests > 0 {
+			rate = float64(errs) / float64(requests)
 			ok = 1 - rate
 		}
-		nf.AppendRow(s, s, n.calls, rate, rate, ok)
+		nf.AppendRow(s, s, source, requests, rate, rate, ok, n.calls)
 	}
 	return data.Frames{nf, edges}, nil
+}
+
+// maxREDNodes bounds the services whose RED a service graph reads, and
+// redReaders how many it reads at once.
+const (
+	maxREDNodes = 100
+	redReaders  = 8
+)
+
+// redTotals are the services' requests and errors on all traffic in the
+// query's window (zero where a service has no RED or its read failed).
+func (d *Datasource) redTotals(ctx context.Context, q backend.DataQuery, services []string) []apiREDGroup {
+	out := make([]apiREDGroup, len(services))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, redReaders)
+	for i, s := range services[:min(len(services), maxREDNodes)] {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			p := timeParams(q.TimeRange.From, q.TimeRange.To)
+			p.Set("service", s)
+			p.Set("groupBy", "operation")
+			var red struct{ Groups []apiREDGroup }
+			if d.api.get(ctx, "/api/v1/red", p, &red) != nil {
+				return
+			}
+			for _, g := range red.Groups {
+				out[i].Requests += g.Requests
+				out[i].Errors += g.Errors
+			}
+		})
+	}
+	wg.Wait()
+	return out
 }
 
 // red is a service's requests, errors and p99 over time on all traffic
