@@ -23,11 +23,11 @@ import (
 // dependencies' 24), except a search's limit, which is the Jaeger UI's 20:
 // each result is a whole trace.
 const (
-	jaegerSearchRange   = 48 * time.Hour
-	jaegerSearchLimit   = 20
-	jaegerMaxLimit      = 200
-	jaegerDepsLookback  = 24 * time.Hour
-	jaegerMaxDepsWindow = 7 * 24 * time.Hour
+	jaegerSearchRange  = 48 * time.Hour
+	jaegerSearchLimit  = 20
+	jaegerMaxLimit     = 200
+	jaegerDepsLookback = 24 * time.Hour
+	maxScanWindow      = 7 * 24 * time.Hour // of a read that scans the spans of its window
 )
 
 func (a *api) routeJaeger(mux *http.ServeMux) {
@@ -252,8 +252,8 @@ func (a *api) jaegerDependencies(w http.ResponseWriter, r *http.Request) {
 			*p.into = ms
 		}
 	}
-	if lookback > jaegerMaxDepsWindow.Milliseconds() {
-		jaegerFail(w, http.StatusBadRequest, fmt.Sprintf("'lookback' is at most %d ms (7 days)", jaegerMaxDepsWindow.Milliseconds()))
+	if lookback > maxScanWindow.Milliseconds() {
+		jaegerFail(w, http.StatusBadRequest, fmt.Sprintf("'lookback' is at most %d ms (7 days)", maxScanWindow.Milliseconds()))
 		return
 	}
 	deps, err := a.reader.Dependencies(r.Context(), max(0, end-lookback)*int64(time.Millisecond), end*int64(time.Millisecond))

@@ -109,17 +109,28 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 	a.answer(w, "listing operations", map[string][]string{"operations": names}, err)
 }
 
+// scanWindow reads the window of a read that scans the stored spans or
+// offsets in it (the last hour by default, at most maxScanWindow), or
+// answers 400 and returns false.
+func scanWindow(w http.ResponseWriter, r *http.Request) (start, end int64, ok bool) {
+	start, end, _, msg := window(r.URL.Query(), time.Now(), defaultTracesRange, 1, 1)
+	if msg == "" && end-start > int64(maxScanWindow) {
+		msg = "the window is at most 7 days"
+	}
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return 0, 0, false
+	}
+	return start, end, true
+}
+
 // getDependencies serves GET /api/v1/dependencies?start=&end=: the calls
 // between services in the stored traces of the window (the last hour by
 // default, at most 7 days), by caller and callee, with their errors and p99
 // — the service graph's edges.
 func (a *api) getDependencies(w http.ResponseWriter, r *http.Request) {
-	start, end, _, msg := window(r.URL.Query(), time.Now(), defaultTracesRange, 1, 1)
-	if msg == "" && end-start > int64(jaegerMaxDepsWindow) {
-		msg = "the window is at most 7 days"
-	}
-	if msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
+	start, end, ok := scanWindow(w, r)
+	if !ok {
 		return
 	}
 	deps, err := a.reader.Dependencies(r.Context(), start, end)
@@ -143,12 +154,8 @@ func (a *api) getDependencies(w http.ResponseWriter, r *http.Request) {
 // last hour by default, at most 7 days), each with its offsets over time as
 // the sampler estimated them (clock(hostB) − clock(hostA)).
 func (a *api) getClockSkew(w http.ResponseWriter, r *http.Request) {
-	start, end, _, msg := window(r.URL.Query(), time.Now(), defaultTracesRange, 1, 1)
-	if msg == "" && end-start > int64(jaegerMaxDepsWindow) {
-		msg = "the window is at most 7 days"
-	}
-	if msg != "" {
-		writeError(w, http.StatusBadRequest, msg)
+	start, end, ok := scanWindow(w, r)
+	if !ok {
 		return
 	}
 	rows, err := a.reader.ClockPairs(r.Context(), start, end)
