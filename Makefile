@@ -8,7 +8,7 @@ CHDB_LIB := $(CURDIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build browser generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -55,9 +55,16 @@ dashboards:
 run: build
 	./bin/tracesift
 
-## test: the whole suite, with the race detector
-test: deps vet $(PLUGIN_NODE)
-	$(GO) test -race -count=1 ./...
+## browser: Debian's chromium for the web UI's tests, installed (as root) when it is missing
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+		[ "$$(id -u)" = 0 ] || { echo "the web UI's tests need Chromium: run make browser as root, or apt-get install chromium"; exit 1; }; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null 2>&1 || \
+		{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null; }; }
+
+## test: the whole suite, with the race detector; the web UI's screenshots go to test-output/ui
+test: deps vet browser $(PLUGIN_NODE)
+	TRACESIFT_TEST_OUT=$(CURDIR)/test-output $(GO) test -race -count=1 ./...
 	@# The Grafana data source: its backend is a Go module of its own (grafana-plugin-sdk-go stays out of
 	@# the collector's); its frontend is type-checked, unit-tested and built as Grafana loads it.
 	cd $(PLUGIN_DIR) && $(GO) vet ./... && $(GO) test -race -count=1 ./...

@@ -56,7 +56,10 @@ var allowedImports = map[string][]string{
 	"internal/store/server":             {"internal/store"},
 	"internal/extension/storeextension": {"internal/store", "internal/store/embedded", "internal/store/server"},
 	"internal/exporter/storeexporter":   {"internal/store", "internal/extension/storeextension"},
-	"internal/query":                    {"internal/model", "internal/analyze", "internal/red", "internal/clockskew", "internal/store"},
+	"internal/query": {"internal/model", "internal/analyze", "internal/red", "internal/clockskew", "internal/store",
+		"internal/ui"},
+	// The web UI: static pages the query handler serves; they read the API's JSON only.
+	"internal/ui":                       {},
 	"internal/extension/queryextension": {"internal/query", "internal/extension/storeextension"},
 }
 

@@ -136,6 +136,7 @@ service:
 	eventually(t, "the query API and the health check", func() bool {
 		select {
 		case err := <-done:
+			done <- err // for the cleanup, which waits for it
 			t.Fatalf("collector stopped: %v", err)
 		default:
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/ui"
 )
 
 // TraceReader is what the API needs from the store.
@@ -46,6 +47,7 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	mux.HandleFunc("GET /api/v1/dependencies", a.getDependencies)
 	mux.HandleFunc("GET /api/v1/clock-skew", a.getClockSkew)
 	a.routeJaeger(mux)
+	ui.Register(mux)
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
