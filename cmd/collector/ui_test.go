@@ -162,4 +162,16 @@ func TestWebUI(t *testing.T) {
 	do(chromedp.Navigate(base+"/findings"), chromedp.WaitVisible(chromedp.CSS("table.findings")))
 	kinds := eval[[]string](t, b, `[...document.querySelectorAll('table.findings tbody tr')].map(r => r.querySelector('.badge').textContent)`)
 	assert.Contains(t, kinds, "error_origin")
+
+	// The services page: shop's operations and instances on all traffic, and what its failing requests share.
+	do(chromedp.Navigate(base+"/services?service=shop"), chromedp.WaitVisible(chromedp.CSS("table.compare")))
+	ops := eval[[]string](t, b, `[...document.querySelectorAll('table.red')[0].querySelectorAll('tbody tr')].map(r =>
+		r.dataset.group + ' ' + r.querySelector('td:nth-child(2)').textContent + ' ' + r.querySelector('td:nth-child(4)').textContent.trim())`)
+	instances := eval[[]string](t, b, `[...document.querySelectorAll('table.red')[1].querySelectorAll('tbody tr')].map(r => r.dataset.group)`)
+	values := eval[[]string](t, b, `[...document.querySelectorAll('table.compare tbody tr')].map(r =>
+		r.querySelector('td:nth-child(1)').textContent + '=' + r.querySelector('td:nth-child(2)').textContent)`)
+	shot("services.png")
+	assert.Equal(t, []string{"POST /checkout 1 100.0 %"}, ops, "the root is shop's one entry span, and it failed")
+	assert.Equal(t, []string{"shop-host"}, instances)
+	assert.Contains(t, values, "operation=POST /checkout")
 }

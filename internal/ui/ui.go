@@ -14,7 +14,7 @@ var files embed.FS
 
 // Pages are the paths the UI answers with its page; the script renders the
 // one the path names.
-var Pages = []string{"/{$}", "/search", "/trace/{traceId}", "/logs", "/findings"}
+var Pages = []string{"/{$}", "/search", "/trace/{traceId}", "/logs", "/findings", "/services"}
 
 // Register adds the UI to mux: its assets under /ui/ and its pages.
 func Register(mux *http.ServeMux) {

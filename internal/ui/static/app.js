@@ -53,6 +53,7 @@ const pages = [
   [/^\/trace\/([0-9a-fA-F]+)$/, (m) => tracePage(m[1].toLowerCase())],
   [/^\/logs$/, logsPage],
   [/^\/findings$/, findingsPage],
+  [/^\/services$/, servicesPage],
 ];
 
 function route() {
@@ -457,4 +458,81 @@ async function findingsPage() {
         )
         .join('')}</tbody></table>`
     : '<p class="muted">Nothing found in this window.</p>';
+}
+
+// ---- Services -------------------------------------------------------------
+
+const pct = (x) => (100 * x).toFixed(x > 0 && x < 0.01 ? 2 : 1) + ' %';
+
+// A share as a bar and its figure.
+function shareBar(x, failed) {
+  return `<div class="dur"><div class="track"><div class="fill${failed ? ' bad' : ''}" style="width:${(100 * Math.min(x, 1)).toFixed(1)}%"></div></div>${esc(pct(x))}</div>`;
+}
+
+// redTable renders RED groups: rate, error rate and latency percentiles, the
+// p99 as a bar against the slowest group; marks say which rows stand out.
+function redTable(groups, label, seconds, marks) {
+  if (!groups.length) return '<p class="muted">No requests in this window.</p>';
+  const slowest = Math.max(...groups.map((g) => g.p99Ms), 0.001);
+  return `<table class="red"><caption class="sr-only">${esc(label)}: requests, errors and latency on all traffic</caption>
+    <thead><tr><th>${esc(label)}</th><th class="num">Requests</th><th class="num">Per second</th><th>Errors</th><th class="num">p50</th><th>p99</th><th class="num">p99.9</th></tr></thead><tbody>${groups
+      .map((g) => {
+        const mark = marks && marks.get(g.value);
+        return `<tr data-group="${esc(g.value)}"${mark ? ' class="outlier"' : ''}><td>${esc(g.value || '(none)')}${
+          mark ? ` <span class="badge instance_outlier" title="${esc(mark)}">outlier</span>` : ''
+        }</td><td class="num">${g.requests}</td><td class="num">${(g.requests / seconds).toFixed(2)}</td>
+        <td>${shareBar(g.errorRate, true)}</td><td class="num">${esc(ms(g.p50Ms * 1e6))}</td>
+        <td><div class="dur"><div class="track"><div class="fill" style="width:${((100 * g.p99Ms) / slowest).toFixed(1)}%"></div></div>${esc(ms(g.p99Ms * 1e6))}</div></td>
+        <td class="num">${esc(ms(g.p999Ms * 1e6))}</td></tr>`;
+      })
+      .join('')}</tbody></table>`;
+}
+
+async function servicesPage() {
+  const params = new URLSearchParams(location.search);
+  const services = (await api('/services')).services;
+  const service = params.get('service') || services[0] || '';
+  if (!params.get('service') && service) params.set('service', service);
+  main().innerHTML =
+    `<h1 class="sr-only">Services</h1>` +
+    filtersForm(
+      [
+        ['service', 'Service', 'select', services.map((s) => [s, s])],
+        ['range', 'Time', 'select', rangeOptions],
+      ],
+      params
+    ) +
+    `<div id="results" aria-live="polite">${service ? '<p class="muted">Loading…</p>' : '<p class="muted">No service has sent traces yet.</p>'}</div>`;
+  bindFilters('/services');
+  document.querySelector('#filters select[name=service]').addEventListener('change', (e) => e.target.form.requestSubmit());
+  if (!service) return;
+  const win = windowParams(params.get('range'));
+  const seconds = Number(BigInt(win.end) - BigInt(win.start)) / 1e9;
+  const [ops, instances, outliers, compare] = await Promise.all([
+    api('/red', { service, groupBy: 'operation', ...win }),
+    api('/red', { service, groupBy: 'instance', ...win }),
+    api('/findings', { kind: 'instance_outlier', service, limit: 200, ...win }),
+    api('/compare', { service, limit: 15, ...win }),
+  ]);
+  // An outlier finding's subject is "<service> <operation> on <instance>".
+  const marks = new Map();
+  for (const f of outliers.findings) {
+    const at = f.subject.lastIndexOf(' on ');
+    if (at > 0) marks.set(f.subject.slice(at + 4), `${f.subject}: ${f.count} times, up to ${+f.maxValue.toFixed(1)}× its peers`);
+  }
+  const dims = compare.dimensions.filter((d) => d.failingCount > 0);
+  document.getElementById('results').innerHTML = `
+    <h2>Operations of ${esc(service)}</h2>${redTable(ops.groups, 'Operation', seconds)}
+    <h2>Instances: one of them, or all?</h2>${redTable(instances.groups, 'Instance', seconds, marks)}
+    <h2>Failing vs healthy requests</h2>
+    <p class="muted">${compare.failing} failing (errors, timeouts, slower than ${esc(compare.slow)}) and ${compare.healthy} healthy requests; a value far more common among the failing tops the list.</p>
+    ${
+      dims.length
+        ? `<table class="compare"><caption class="sr-only">Dimension values by how much more often they occur among failing requests</caption>
+      <thead><tr><th>Dimension</th><th>Value</th><th>Of the failing</th><th>Of the healthy</th><th class="num">Lift</th></tr></thead><tbody>${dims
+        .map((d) => `<tr><td>${esc(d.key)}</td><td>${esc(d.value)}</td><td>${shareBar(d.failing, true)}</td><td>${shareBar(d.healthy)}</td>
+          <td class="num">${esc(d.lift.toFixed(1))}×</td></tr>`)
+        .join('')}</tbody></table>`
+        : '<p class="muted">No failing request in this window.</p>'
+    }`;
 }
