@@ -8,7 +8,7 @@ CHDB_LIB := $(CURDIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build browser generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build browser bench-ui generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -121,6 +121,13 @@ bench-red-cost: deps
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkREDCost$$' -benchtime 1x -count 5 -timeout 60m ./bench/ \
 		| tee $(BENCH_OUT)/red-cost.txt
+
+## bench-ui: a trace of 10 000 spans in the web UI, in headless Chromium (5 navigations; ms to the first
+## screen and to every row, medians)
+bench-ui: deps browser
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkWebUITrace10k$$' -benchtime 5x -timeout 20m ./cmd/collector/ \
+		| tee $(BENCH_OUT)/ui.txt
 
 ## bench-compare: only the comparison with the Collector's tail_sampling (about 2 minutes per run)
 bench-compare: deps

@@ -40,7 +40,7 @@ import (
 	"github.com/tracesift/tracesift/internal/query"
 )
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -51,7 +51,7 @@ func freePort(t *testing.T) int {
 // eventually polls cond until it holds or the deadline passes: the sampler
 // and the store's queue decide asynchronously, so the test waits for the
 // observable outcome rather than for a fixed time.
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -69,7 +69,7 @@ type endpoints struct {
 	logDir                                   string // tailed by the filelog receiver
 }
 
-func startCollector(t *testing.T) endpoints {
+func startCollector(t testing.TB) endpoints {
 	t.Helper()
 	ep := endpoints{
 		grpc:    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -155,7 +155,7 @@ service:
 	return ep
 }
 
-func getTrace(t *testing.T, ep endpoints, id string) (int, *query.Trace) {
+func getTrace(t testing.TB, ep endpoints, id string) (int, *query.Trace) {
 	t.Helper()
 	resp, err := http.Get("http://" + ep.query + "/api/v1/traces/" + id)
 	require.NoError(t, err)

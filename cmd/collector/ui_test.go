@@ -27,7 +27,7 @@ import (
 
 // browser starts headless Chromium (Debian's chromium, which make test
 // installs when it is missing) and returns a context that drives it.
-func browser(t *testing.T) context.Context {
+func browser(t testing.TB) context.Context {
 	t.Helper()
 	bin := ""
 	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
@@ -47,7 +47,7 @@ func browser(t *testing.T) context.Context {
 }
 
 // eval runs expr in the page and decodes its value.
-func eval[T any](t *testing.T, b context.Context, expr string) T {
+func eval[T any](t testing.TB, b context.Context, expr string) T {
 	t.Helper()
 	v, err := chromedp.Run(b, chromedp.Evaluate[T](expr))
 	require.NoError(t, err, expr)

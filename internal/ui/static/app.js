@@ -28,10 +28,13 @@ function ms(ns) {
   return (v * 1000).toFixed(0) + ' µs';
 }
 
-// when renders Unix nanoseconds (a string) as local time, to the millisecond.
+// when renders Unix nanoseconds (a string) as local time, to the
+// millisecond (one formatter: making one per call costs more than the rest
+// of a row).
+const dateFormat = new Intl.DateTimeFormat(undefined, { dateStyle: 'short', timeStyle: 'medium', hour12: false });
 function when(ns) {
   const d = new Date(Number(BigInt(ns) / 1000000n));
-  return d.toLocaleString(undefined, { hour12: false }) + '.' + String(d.getMilliseconds()).padStart(3, '0');
+  return dateFormat.format(d) + '.' + String(d.getMilliseconds()).padStart(3, '0');
 }
 
 const ranges = { '15m': 15, '1h': 60, '6h': 360, '24h': 1440, '7d': 10080 };
@@ -212,12 +215,18 @@ async function tracePage(id) {
       roots.push(s); // a root, or a span whose parent was not received
     }
   }
-  const start = (s) => BigInt(s.adjustedStartTimeUnixNano);
-  const byStart = (a, b) => (start(a) < start(b) ? -1 : start(a) > start(b) ? 1 : 0);
+  // Times parsed once a span: BigInt from the API's strings, then numbers
+  // relative to the trace's start for the layout.
+  for (const s of spans) {
+    s._start = BigInt(s.adjustedStartTimeUnixNano);
+    s._end = BigInt(s.adjustedEndTimeUnixNano);
+  }
+  const start = (s) => s._start;
+  const byStart = (a, b) => (a._start < b._start ? -1 : a._start > b._start ? 1 : 0);
   roots.sort(byStart);
   for (const c of children.values()) c.sort(byStart);
   const t0 = spans.reduce((m, s) => (start(s) < m ? start(s) : m), start(spans[0]));
-  const t1 = spans.reduce((m, s) => (BigInt(s.adjustedEndTimeUnixNano) > m ? BigInt(s.adjustedEndTimeUnixNano) : m), 0n);
+  const t1 = spans.reduce((m, s) => (s._end > m ? s._end : m), 0n);
   const total = Number(t1 - t0) || 1;
 
   // Findings on their spans; those about no span of the trace on the trace.
@@ -271,35 +280,49 @@ async function tracePage(id) {
       .map((f) => `<li><span class="badge ${esc(f.kind)}">${esc(f.kind)}</span> ${esc(f.summary)}</li>`)
       .join('')}</ul>`);
   }
-  html.push('<div class="waterfall" role="tree" aria-label="Spans">');
-  for (const l of traceLogs) html.push(logRow(l, 0));
+  // The rows, drawn a chunk at a time: the first screen shows at once, the
+  // rest of a large trace follows without blocking the page.
+  const parts = [];
+  for (const l of traceLogs) parts.push(logRow(l, 0));
   for (const [s, depth] of rows) {
-    const left = (100 * Number(start(s) - t0)) / total;
-    const width = Math.max((100 * s.durationNano) / total, 0.2);
-    const kids = children.get(s.spanId);
-    const failed = s.status.code === 'ERROR';
-    const badges = (findingsOf.get(s.spanId) || [])
-      .map((f) => `<span class="badge ${esc(f.kind)}" title="${esc(f.summary)}">${esc(f.kind)}</span>`)
-      .join('');
-    html.push(`<div class="row" role="treeitem" tabindex="0" aria-level="${depth + 1}"${kids ? ' aria-expanded="true"' : ''}
-        data-span="${esc(s.spanId)}" data-parent="${esc(s.parentSpanId)}" data-depth="${depth}">
-      <div class="name" style="padding-left:${6 + depth * 14}px">${
-        kids ? `<button class="toggle" aria-label="Collapse" tabindex="-1">▾</button>` : '<span class="toggle"></span>'
-      }<span class="svc">${esc(s.service)}</span> <span class="op">${esc(s.name)}</span>${
-        failed ? ' <span class="error" aria-label="error">●</span>' : ''
-      }${badges}</div>
-      <div class="lane"><div class="bar${failed ? ' failed' : ''}${critical.has(s.spanId) ? ' critical' : ''}"
-        style="left:${left.toFixed(3)}%;width:${width.toFixed(3)}%"
-        title="${esc(`raw ${when(s.startTimeUnixNano)} → ${when(s.endTimeUnixNano)}${s.adjustedStartTimeUnixNano !== s.startTimeUnixNano ? ` (corrected ${when(s.adjustedStartTimeUnixNano)})` : ''}`)}"></div>
-        <span class="took" style="${
-          left + width > 88 ? `right:calc(${(100 - left).toFixed(3)}% + 4px)` : `left:calc(${(left + width).toFixed(3)}% + 4px)`
-        }">${esc(ms(s.durationNano))}</span></div>
-    </div>`);
-    for (const l of logsOf.get(s.spanId) || []) html.push(logRow(l, depth + 1, s.spanId));
+    parts.push(spanRow(s, depth, t0, total, children.has(s.spanId), findingsOf.get(s.spanId), critical.has(s.spanId)));
+    for (const l of logsOf.get(s.spanId) || []) parts.push(logRow(l, depth + 1, s.spanId));
   }
-  html.push('</div>');
+  html.push(`<div class="waterfall" role="tree" aria-label="Spans" aria-busy="${parts.length > rowChunk}">`,
+    parts.slice(0, rowChunk).join(''), '</div>');
   main().innerHTML = html.join('');
-  bindWaterfall(byId);
+  const tree = document.querySelector('.waterfall');
+  bindWaterfall(tree, byId);
+  // Marks for whoever measures: the first screen drawn, every row drawn.
+  requestAnimationFrame(() => performance.mark('trace-drawn'));
+  const more = (from) => {
+    if (from >= parts.length || !tree.isConnected) {
+      tree.setAttribute('aria-busy', 'false');
+      performance.mark('trace-complete');
+      return;
+    }
+    tree.insertAdjacentHTML('beforeend', parts.slice(from, from + rowChunk).join(''));
+    setTimeout(() => more(from + rowChunk));
+  };
+  setTimeout(() => more(rowChunk));
+}
+
+// rowChunk is how many rows are drawn at a time.
+const rowChunk = 400;
+
+function spanRow(s, depth, t0, total, hasKids, findings, onCriticalPath) {
+  const left = (100 * Number(s._start - t0)) / total;
+  const width = Math.max((100 * s.durationNano) / total, 0.2);
+  const failed = s.status.code === 'ERROR';
+  const badges = (findings || [])
+    .map((f) => `<span class="badge ${esc(f.kind)}" title="${esc(f.summary)}">${esc(f.kind)}</span>`)
+    .join('');
+  const took = left + width > 88 ? `right:calc(${(100 - left).toFixed(3)}% + 4px)` : `left:calc(${(left + width).toFixed(3)}% + 4px)`;
+  return `<div class="row" role="treeitem" tabindex="0" aria-level="${depth + 1}"${hasKids ? ' aria-expanded="true"' : ''} data-span="${esc(s.spanId)}" data-depth="${depth}"><div class="name" style="padding-left:${6 + depth * 14}px">${
+    hasKids ? '<button class="toggle" aria-label="Collapse" tabindex="-1">▾</button>' : '<span class="toggle"></span>'
+  }<span class="svc">${esc(s.service)}</span> <span class="op">${esc(s.name)}</span>${
+    failed ? ' <span class="error" aria-label="error">●</span>' : ''
+  }${badges}</div><div class="lane"><div class="bar${failed ? ' failed' : ''}${onCriticalPath ? ' critical' : ''}" style="left:${left.toFixed(3)}%;width:${width.toFixed(3)}%"></div><span class="took" style="${took}">${esc(ms(s.durationNano))}</span></div></div>`;
 }
 
 function logRow(l, depth, spanId) {
@@ -310,8 +333,7 @@ function logRow(l, depth, spanId) {
 
 // The waterfall's keys: ↑/↓ move, ←/→ collapse and expand, Enter shows a
 // span's details; a click does what Enter does.
-function bindWaterfall(byId) {
-  const tree = document.querySelector('.waterfall');
+function bindWaterfall(tree, byId) {
   const visibleRows = () => [...tree.querySelectorAll('.row')].filter((r) => !r.hidden);
   const setCollapsed = (row, collapsed) => {
     if (!row.hasAttribute('aria-expanded')) return;
@@ -352,6 +374,24 @@ function bindWaterfall(byId) {
       ${s.events.length ? `<h3>Events</h3>${s.events.map((e) => `<p><b>${esc(e.name)}</b> ${esc(when(e.timeUnixNano))}</p>${dl(e.attributes)}`).join('')}` : ''}`;
     row.after(box);
   };
+  // Raw times on hover, made when first hovered: formatting them for every
+  // span up front would cost more than drawing the rows.
+  tree.addEventListener('mouseover', (e) => {
+    const bar = e.target.closest('.bar');
+    if (!bar || bar.title) return;
+    const s = byId.get(bar.closest('.row').dataset.span);
+    bar.title = `raw ${when(s.startTimeUnixNano)} → ${when(s.endTimeUnixNano)}` +
+      (s.adjustedStartTimeUnixNano !== s.startTimeUnixNano ? ` (corrected ${when(s.adjustedStartTimeUnixNano)})` : '');
+  });
+  // Raw times on hover, made when first hovered: formatting them for every
+  // span up front would cost more than drawing the rows.
+  tree.addEventListener('mouseover', (e) => {
+    const bar = e.target.closest('.bar');
+    if (!bar || bar.title) return;
+    const s = byId.get(bar.closest('.row').dataset.span);
+    bar.title = `raw ${when(s.startTimeUnixNano)} → ${when(s.endTimeUnixNano)}` +
+      (s.adjustedStartTimeUnixNano !== s.startTimeUnixNano ? ` (corrected ${when(s.adjustedStartTimeUnixNano)})` : '');
+  });
   tree.addEventListener('click', (e) => {
     const row = e.target.closest('.row');
     if (!row) return;
