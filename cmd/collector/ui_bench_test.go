@@ -43,7 +43,9 @@ func BenchmarkWebUITrace10k(b *testing.B) {
 // 1000 spans, one service each, and waits until it is stored.
 func sendTreeTrace(tb testing.TB, ep endpoints, n int) string {
 	tid := pcommon.TraceID([16]byte{0xab, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15})
-	id8 := func(i int) pcommon.SpanID { return pcommon.SpanID([8]byte{5: byte(i >> 16), 6: byte(i >> 8), 7: byte(i)}) }
+	id8 := func(i int) pcommon.SpanID {
+		return pcommon.SpanID([8]byte{5: byte(i >> 16), 6: byte(i >> 8), 7: byte(i)})
+	}
 	t0 := time.Now().Add(-time.Minute)
 	var m ptrace.ProtoMarshaler
 	for batch := 0; batch < n; batch += 1000 {
