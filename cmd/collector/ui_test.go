@@ -135,6 +135,9 @@ func TestWebUI(t *testing.T) {
 		let r = l.previousElementSibling; while (r && !r.classList.contains('row')) r = r.previousElementSibling;
 		return (r ? r.querySelector('.op').textContent : '(trace)') + ' <- ' + l.querySelector('.msg').textContent })`)
 	shot("trace.png")
+	hover := eval[string](t, b, `(() => { const bar = document.querySelector('.waterfall .bar');
+		bar.dispatchEvent(new MouseEvent('mouseover', {bubbles: true})); return bar.title })()`)
+	assert.Contains(t, hover, "raw ", "the raw times on hover")
 	assert.Equal(t, []string{"shop POST /checkout", "shop load cart", "shop call payments", "payments POST /charge"}, names,
 		"spans in tree order, children by start")
 	assert.Contains(t, badges, "POST /charge: error_origin", "%v", badges)

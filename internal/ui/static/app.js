@@ -383,15 +383,6 @@ function bindWaterfall(tree, byId) {
     bar.title = `raw ${when(s.startTimeUnixNano)} → ${when(s.endTimeUnixNano)}` +
       (s.adjustedStartTimeUnixNano !== s.startTimeUnixNano ? ` (corrected ${when(s.adjustedStartTimeUnixNano)})` : '');
   });
-  // Raw times on hover, made when first hovered: formatting them for every
-  // span up front would cost more than drawing the rows.
-  tree.addEventListener('mouseover', (e) => {
-    const bar = e.target.closest('.bar');
-    if (!bar || bar.title) return;
-    const s = byId.get(bar.closest('.row').dataset.span);
-    bar.title = `raw ${when(s.startTimeUnixNano)} → ${when(s.endTimeUnixNano)}` +
-      (s.adjustedStartTimeUnixNano !== s.startTimeUnixNano ? ` (corrected ${when(s.adjustedStartTimeUnixNano)})` : '');
-  });
   tree.addEventListener('click', (e) => {
     const row = e.target.closest('.row');
     if (!row) return;
