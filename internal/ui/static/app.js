@@ -280,8 +280,8 @@ async function tracePage(id) {
       .map((f) => `<li><span class="badge ${esc(f.kind)}">${esc(f.kind)}</span> ${esc(f.summary)}</li>`)
       .join('')}</ul>`);
   }
-  // The rows, drawn a chunk at a time: the first screen shows at once, the
-  // rest of a large trace follows without blocking the page.
+  // The rows: the first screen's at once, the rest of a large trace once
+  // that screen is painted.
   const parts = [];
   for (const l of traceLogs) parts.push(logRow(l, 0));
   for (const [s, depth] of rows) {
@@ -301,13 +301,15 @@ async function tracePage(id) {
       performance.mark('trace-complete');
       return;
     }
-    tree.insertAdjacentHTML('beforeend', parts.slice(from, from + rowChunk).join(''));
-    setTimeout(() => more(from + rowChunk));
+    tree.insertAdjacentHTML('beforeend', parts.slice(from).join(''));
+    more(parts.length);
   };
-  setTimeout(() => more(rowChunk));
+  // After the first screen is painted, the rest in one insertion: chunks
+  // each cost a style pass over the rows already there.
+  requestAnimationFrame(() => setTimeout(() => more(rowChunk)));
 }
 
-// rowChunk is how many rows are drawn at a time.
+// rowChunk is how many rows the first screen draws.
 const rowChunk = 400;
 
 function spanRow(s, depth, t0, total, hasKids, findings, onCriticalPath) {
