@@ -103,15 +103,12 @@ func overview() *dashboard.DashboardBuilder {
 	red := q("red", plugin.QueryModel{Service: "$service", GroupBy: "operation"})
 	return base(OverviewUID, "tracesift — overview",
 		"Where requests fail or slow down: the service graph of the stored traces, RED on all traffic, findings across traces, error and slow traces, error logs").
-		WithVariable(variable("service", "Service", "services()")).
+		// Every service by default: the RED row repeats for each one chosen.
+		WithVariable(variable("service", "Services", "services()").Multi(true).IncludeAll(true)).
 		WithRow(dashboard.NewRowBuilder("Services")).
 		WithPanel(nodegraph.NewPanelBuilder().Title("Service graph").
-			Description("Calls between services in the stored traces: calls, p99 and errors per edge; a service's ring is its share of failed calls received").
+			Description("Calls between services in the stored traces: calls, p99 and errors per edge; a service's requests and error rate on all traffic").
 			Datasource(*dsRef()).WithTarget(q("serviceGraph", plugin.QueryModel{})).Span(24).Height(12)).
-		WithRow(dashboard.NewRowBuilder("RED of $service, on all traffic")).
-		WithPanel(redPanel("Requests by operation", "requests", "short", red, "")).
-		WithPanel(redPanel("Errors by operation", "errors", "short", red, "")).
-		WithPanel(redPanel("p99 by operation", "p99", "ms", red, "")).
 		WithRow(dashboard.NewRowBuilder("What went wrong")).
 		WithPanel(tablePanel("Findings", "What the analyzers found across traces, by kind, service and subject; the worst trace of each",
 			q("findings", plugin.QueryModel{}), "exampleTrace")).
@@ -121,7 +118,11 @@ func overview() *dashboard.DashboardBuilder {
 			q("search", plugin.QueryModel{MinDuration: "1s", Limit: 20}), "traceID")).
 		WithPanel(logs.NewPanelBuilder().Title("Error logs").Description("Log lines of severity ERROR; each links to its trace").
 			Datasource(*dsRef()).WithTarget(q("logs", plugin.QueryModel{Severity: "ERROR", Limit: 100})).
-			Span(12).Height(8).ShowTime(true).EnableLogDetails(true).WrapLogMessage(true))
+			Span(12).Height(8).ShowTime(true).EnableLogDetails(true).WrapLogMessage(true)).
+		WithRow(dashboard.NewRowBuilder("RED of $service, on all traffic").Repeat("service")).
+		WithPanel(redPanel("Requests by operation", "requests", "short", red, "")).
+		WithPanel(redPanel("Errors by operation", "errors", "short", red, "")).
+		WithPanel(redPanel("p99 by operation", "p99", "ms", red, ""))
 }
 
 func service() *dashboard.DashboardBuilder {
