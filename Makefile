@@ -35,6 +35,8 @@ generate:
 ## module.js (the editors, built from src/ with webpack), plugin.json, and the backend
 ## (gpx_tracesift_linux_amd64 and _arm64)
 PLUGIN_DIR := grafana/tracesift-datasource
+# Its Go packages, named: ./... would reach into node_modules, where npm packages may ship Go code.
+PLUGIN_GO := ./pkg/... ./dashboards/...
 PLUGIN_NODE := $(PLUGIN_DIR)/node_modules/.installed
 $(PLUGIN_NODE): $(PLUGIN_DIR)/package.json $(PLUGIN_DIR)/package-lock.json
 	cd $(PLUGIN_DIR) && npm ci --no-audit --no-fund --loglevel=error
@@ -67,7 +69,7 @@ test: deps vet browser $(PLUGIN_NODE)
 	TRACESIFT_TEST_OUT=$(CURDIR)/test-output $(GO) test -race -count=1 ./...
 	@# The Grafana data source: its backend is a Go module of its own (grafana-plugin-sdk-go stays out of
 	@# the collector's); its frontend is type-checked, unit-tested and built as Grafana loads it.
-	cd $(PLUGIN_DIR) && $(GO) vet ./... && $(GO) test -race -count=1 ./...
+	cd $(PLUGIN_DIR) && $(GO) vet $(PLUGIN_GO) && $(GO) test -race -count=1 $(PLUGIN_GO)
 	cd $(PLUGIN_DIR) && npm run --silent typecheck && npm test --silent && npm run --silent build
 	@# The frame encoder's unchecked loads, checked.
 	$(GO) test -count=1 -tags s2dict_safe ./internal/tailsampler/s2dict/
@@ -77,7 +79,7 @@ test: deps vet browser $(PLUGIN_NODE)
 
 ## vet: static checks
 vet:
-	@out=$$(gofmt -l ./cmd ./internal ./bench ./$(PLUGIN_DIR)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out=$$(gofmt -l ./cmd ./internal ./bench $(addprefix ./$(PLUGIN_DIR)/,pkg dashboards)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
 ## bench: Go benchmarks of the hot paths (5 runs each), then tracesift against the OpenTelemetry
