@@ -117,10 +117,11 @@ func jaegerTraceOf(t *model.Trace) jaegerTrace {
 		if root < 0 && s.ParentSpanID == "" {
 			root = i
 		}
-		pid := processOf[resourceKey(s)]
+		key := resourceKey(s)
+		pid := processOf[key]
 		if pid == "" {
 			pid = fmt.Sprintf("p%d", len(processOf)+1)
-			processOf[resourceKey(s)] = pid
+			processOf[key] = pid
 			res := maps.Clone(s.Resource)
 			delete(res, "service.name")
 			out.Processes[pid] = jaegerProcess{ServiceName: s.Service, Tags: strTags(res)}

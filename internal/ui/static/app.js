@@ -215,17 +215,15 @@ async function tracePage(id) {
       roots.push(s); // a root, or a span whose parent was not received
     }
   }
-  // Times parsed once a span: BigInt from the API's strings, then numbers
-  // relative to the trace's start for the layout.
+  // Times parsed once a span, from the API's strings.
   for (const s of spans) {
     s._start = BigInt(s.adjustedStartTimeUnixNano);
     s._end = BigInt(s.adjustedEndTimeUnixNano);
   }
-  const start = (s) => s._start;
   const byStart = (a, b) => (a._start < b._start ? -1 : a._start > b._start ? 1 : 0);
   roots.sort(byStart);
   for (const c of children.values()) c.sort(byStart);
-  const t0 = spans.reduce((m, s) => (start(s) < m ? start(s) : m), start(spans[0]));
+  const t0 = spans.reduce((m, s) => (s._start < m ? s._start : m), spans[0]._start);
   const t1 = spans.reduce((m, s) => (s._end > m ? s._end : m), 0n);
   const total = Number(t1 - t0) || 1;
 
@@ -295,18 +293,16 @@ async function tracePage(id) {
   bindWaterfall(tree, byId);
   // Marks for whoever measures: the first screen drawn, every row drawn.
   requestAnimationFrame(() => performance.mark('trace-drawn'));
-  const more = (from) => {
-    if (from >= parts.length || !tree.isConnected) {
-      tree.setAttribute('aria-busy', 'false');
-      performance.mark('trace-complete');
-      return;
-    }
-    tree.insertAdjacentHTML('beforeend', parts.slice(from).join(''));
-    more(parts.length);
-  };
   // After the first screen is painted, the rest in one insertion: chunks
   // each cost a style pass over the rows already there.
-  requestAnimationFrame(() => setTimeout(() => more(rowChunk)));
+  const rest = () => {
+    if (tree.isConnected && parts.length > rowChunk) {
+      tree.insertAdjacentHTML('beforeend', parts.slice(rowChunk).join(''));
+    }
+    tree.setAttribute('aria-busy', 'false');
+    performance.mark('trace-complete');
+  };
+  requestAnimationFrame(() => setTimeout(rest));
 }
 
 // rowChunk is how many rows the first screen draws.

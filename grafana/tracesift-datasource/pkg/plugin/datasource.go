@@ -23,10 +23,9 @@ const ID = "tracesift-datasource"
 // Datasource is one configured tracesift data source.
 type Datasource struct {
 	backend.CallResourceHandler
-	api      *client
-	uid      string // for links from one query's rows to another query
-	name     string
-	settings backend.DataSourceInstanceSettings
+	api  *client
+	uid  string // for links from one query's rows to another query
+	name string
 }
 
 var (
@@ -48,7 +47,7 @@ func NewDatasource(_ context.Context, s backend.DataSourceInstanceSettings) (ins
 	}
 	ds := &Datasource{
 		api: &client{base: base, token: s.DecryptedSecureJSONData["token"], http: &http.Client{Timeout: 60 * time.Second}},
-		uid: s.UID, name: s.Name, settings: s,
+		uid: s.UID, name: s.Name,
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /services", ds.services)

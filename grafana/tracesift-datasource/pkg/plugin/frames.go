@@ -104,8 +104,9 @@ func (d *Datasource) trace(ctx context.Context, q backend.DataQuery, m QueryMode
 	)
 	f.SetMeta(&data.FrameMeta{PreferredVisualization: data.VisTypeTrace})
 	logs, warnings := map[string][]traceLog{}, map[string][]string{}
-	root := ""
+	root, has := "", make(map[string]bool, len(t.Spans))
 	for _, s := range t.Spans {
+		has[s.SpanID] = true
 		if root == "" && s.ParentSpanID == "" {
 			root = s.SpanID
 		}
@@ -115,7 +116,7 @@ func (d *Datasource) trace(ctx context.Context, q backend.DataQuery, m QueryMode
 	}
 	for _, l := range t.Logs {
 		at := l.SpanID
-		if !slices.ContainsFunc(t.Spans, func(s apiSpan) bool { return s.SpanID == at }) {
+		if !has[at] {
 			at = root // a line of the trace but of no span it has
 		}
 		fields := []keyValue{{"event", "log"}}
@@ -130,7 +131,7 @@ func (d *Datasource) trace(ctx context.Context, q backend.DataQuery, m QueryMode
 		w := fd.Kind + ": " + fd.Summary
 		placed := false
 		for _, sid := range fd.SpanIDs {
-			if slices.ContainsFunc(t.Spans, func(s apiSpan) bool { return s.SpanID == sid }) {
+			if has[sid] {
 				warnings[sid] = append(warnings[sid], w)
 				placed = true
 			}
