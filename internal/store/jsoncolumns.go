@@ -2,10 +2,11 @@ package store
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"slices"
 	"strconv"
 	"unicode/utf8"
+
+	json "github.com/goccy/go-json"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"

@@ -2,9 +2,10 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/tracesift/tracesift/internal/model"
 )

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"embed"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/tracesift/tracesift/internal/model"
 )

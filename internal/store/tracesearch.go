@@ -2,11 +2,12 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
 	"time"
+
+	json "github.com/goccy/go-json"
 
 	"github.com/tracesift/tracesift/internal/model"
 )
