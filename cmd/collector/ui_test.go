@@ -65,6 +65,40 @@ func screenshotDir(t *testing.T) string {
 	return dir
 }
 
+// a11yAudit lists what the page in b fails of the accessibility basics:
+// text below WCAG AA contrast against its background (4.5:1, 3:1 when
+// large), form fields without a label, buttons and links without a name.
+const a11yAudit = `(() => {
+  const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+    .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const background = (el) => {
+    for (; el; el = el.parentElement) {
+      const c = rgb(getComputedStyle(el).backgroundColor);
+      if (c.length === 3 || c[3] > 0) return c.slice(0, 3);
+    }
+    return [255, 255, 255];
+  };
+  const bad = [];
+  for (const el of document.querySelectorAll('body *')) {
+    const text = [...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!text || !el.getClientRects().length || el.closest('.sr-only, .skip')) continue;
+    const st = getComputedStyle(el);
+    const [a, b] = [lum(rgb(st.color)), lum(background(el))];
+    const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+    const size = parseFloat(st.fontSize), bold = Number(st.fontWeight) >= 700;
+    const need = size >= 24 || (bold && size >= 18.66) ? 3 : 4.5;
+    if (ratio < need) bad.push('contrast ' + ratio.toFixed(2) + ': ' + el.tagName + '.' + el.className + ' "' + el.textContent.trim().slice(0, 30) + '"');
+  }
+  for (const el of document.querySelectorAll('input, select, textarea')) {
+    if (!el.labels.length && !el.getAttribute('aria-label')) bad.push('no label: ' + el.outerHTML.slice(0, 80));
+  }
+  for (const el of document.querySelectorAll('button, a[href]')) {
+    if (!(el.textContent.trim() || el.getAttribute('aria-label') || el.title)) bad.push('no name: ' + el.outerHTML.slice(0, 80));
+  }
+  return bad;
+})()`
+
 // The web UI in a real browser: the trace page shows the spans in tree
 // order on their timeline, the log lines under their spans and the
 // findings on the right spans; the search page lists the trace; the
@@ -135,6 +169,7 @@ func TestWebUI(t *testing.T) {
 		let r = l.previousElementSibling; while (r && !r.classList.contains('row')) r = r.previousElementSibling;
 		return (r ? r.querySelector('.op').textContent : '(trace)') + ' <- ' + l.querySelector('.msg').textContent })`)
 	shot("trace.png")
+	assert.Empty(t, eval[[]string](t, b, a11yAudit), "trace page")
 	hover := eval[string](t, b, `(() => { const bar = document.querySelector('.waterfall .bar');
 		bar.dispatchEvent(new MouseEvent('mouseover', {bubbles: true})); return bar.title })()`)
 	assert.Contains(t, hover, "raw ", "the raw times on hover")
@@ -149,9 +184,15 @@ func TestWebUI(t *testing.T) {
 	assert.Equal(t, 3, eval[int](t, b, hiddenRows), "the root's three descendants")
 	do(chromedp.KeyEvent(kb.ArrowRight))
 	assert.Zero(t, eval[int](t, b, hiddenRows))
-	// Enter opens the focused span's details.
-	do(chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(".details")))
+	// ↓ moves the focus to the next row, and the focus shows.
+	do(chromedp.KeyEvent(kb.ArrowDown))
+	assert.Equal(t, "load cart", eval[string](t, b, `document.activeElement.querySelector('.op').textContent`))
+	assert.NotEqual(t, "none", eval[string](t, b, `getComputedStyle(document.activeElement).outlineStyle`), "a visible focus ring")
+	do(chromedp.KeyEvent(kb.ArrowUp))
+	// Enter opens the focused span's details, read from the API when opened.
+	do(chromedp.KeyEvent(kb.Enter), chromedp.WaitVisible(chromedp.CSS(`.details[aria-busy="false"] h3`)))
 	assert.Contains(t, eval[string](t, b, `document.querySelector('.details h3').textContent`), "POST /checkout")
+	assert.Contains(t, eval[string](t, b, `document.querySelector('.details').textContent`), "service.nameshop", "its resource")
 
 	// The search page: the trace, an error, with its duration.
 	do(chromedp.Navigate(base+"/search?service=shop&errors=1"),
@@ -159,12 +200,23 @@ func TestWebUI(t *testing.T) {
 	found := eval[[]string](t, b, `[...document.querySelectorAll('table.traces tbody tr')].map(r => r.dataset.trace + ' ' +
 		r.querySelector('td:nth-child(3)').textContent.trim())`)
 	shot("search.png")
+	assert.Empty(t, eval[[]string](t, b, a11yAudit), "search page")
 	assert.Contains(t, found, fmt.Sprintf("%s 100 ms", id))
 
 	// The findings page lists the trace's findings.
 	do(chromedp.Navigate(base+"/findings"), chromedp.WaitVisible(chromedp.CSS("table.findings")))
 	kinds := eval[[]string](t, b, `[...document.querySelectorAll('table.findings tbody tr')].map(r => r.querySelector('.badge').textContent)`)
 	assert.Contains(t, kinds, "error_origin")
+	shot("findings.png")
+	assert.Empty(t, eval[[]string](t, b, a11yAudit), "findings page")
+
+	// The logs page finds the line by a word, linked to its trace.
+	do(chromedp.Navigate(base+"/logs?q=acquirer"), chromedp.WaitVisible(chromedp.CSS("table.logs")))
+	lines := eval[[]string](t, b, `[...document.querySelectorAll('table.logs tbody tr')].map(r =>
+		r.querySelector('td:nth-child(4)').textContent + ' ' + r.querySelector('a').getAttribute('href'))`)
+	shot("logs.png")
+	assert.Equal(t, []string{"acquirer said no /trace/" + id}, lines)
+	assert.Empty(t, eval[[]string](t, b, a11yAudit), "logs page")
 
 	// The services page: shop's operations and instances on all traffic, and what its failing requests share.
 	do(chromedp.Navigate(base+"/services?service=shop"), chromedp.WaitVisible(chromedp.CSS("table.compare")))
@@ -174,6 +226,7 @@ func TestWebUI(t *testing.T) {
 	values := eval[[]string](t, b, `[...document.querySelectorAll('table.compare tbody tr')].map(r =>
 		r.querySelector('td:nth-child(1)').textContent + '=' + r.querySelector('td:nth-child(2)').textContent)`)
 	shot("services.png")
+	assert.Empty(t, eval[[]string](t, b, a11yAudit), "services page")
 	assert.Equal(t, []string{"POST /checkout 1 100.0 %"}, ops, "the root is shop's one entry span, and it failed")
 	assert.Equal(t, []string{"shop-host"}, instances)
 	assert.Contains(t, values, "operation=POST /checkout")

@@ -12,13 +12,21 @@ import (
 
 // traceJSON is t as the API serves it, its spans' and logs' times also
 // corrected for the clock skew between their hosts (traceView), the logs in
-// adjusted time order; raw times are untouched.
-func traceJSON(t *model.Trace) *Trace {
+// adjusted time order; raw times are untouched. Brief spans leave out their
+// details (SpanBrief).
+func traceJSON(t *model.Trace, brief bool) any {
 	v := viewOf(t)
-	out := &Trace{TraceID: t.TraceID, Spans: make([]Span, len(t.Spans)), Logs: make([]Log, len(t.Logs)),
+	if brief {
+		return traceOf(t, v, spanBrief)
+	}
+	return traceOf(t, v, spanJSON)
+}
+
+func traceOf[S Span | SpanBrief](t *model.Trace, v traceView, span func(*model.Span, func(string, uint64) uint64) S) *TraceOf[S] {
+	out := &TraceOf[S]{TraceID: t.TraceID, Spans: make([]S, len(t.Spans)), Logs: make([]Log, len(t.Logs)),
 		Findings: make([]Finding, len(v.findings)), ClockOffsets: v.offsets}
 	for i := range t.Spans {
-		out.Spans[i] = spanJSON(&t.Spans[i], v.adj.Time)
+		out.Spans[i] = span(&t.Spans[i], v.adj.Time)
 	}
 	for i := range t.Logs {
 		l := &t.Logs[i]

@@ -6,10 +6,14 @@ package query
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+
+	json "github.com/goccy/go-json"
 
 	"go.uber.org/zap"
 
@@ -37,6 +41,7 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	a := &api{reader: r, logger: logger}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/traces/{traceId}", a.getTrace)
+	mux.HandleFunc("GET /api/v1/traces/{traceId}/spans/{spanId}", a.getSpan)
 	mux.HandleFunc("GET /api/v1/traces", a.searchTraces)
 	mux.HandleFunc("GET /api/v1/services", a.listServices)
 	mux.HandleFunc("GET /api/v1/services/{service}/operations", a.listOperations)
@@ -67,6 +72,36 @@ type errorBody struct {
 }
 
 func (a *api) getTrace(w http.ResponseWriter, r *http.Request) {
+	brief, err := boolParam(r.URL.Query(), "brief")
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	if t := a.readTrace(w, r); t != nil {
+		writeJSON(w, http.StatusOK, traceJSON(t, brief))
+	}
+}
+
+// getSpan answers one span of a trace in full, its times corrected as in the
+// whole trace (which it reads: the offsets are the trace's).
+func (a *api) getSpan(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("spanId")
+	t := a.readTrace(w, r)
+	if t == nil {
+		return
+	}
+	for i := range t.Spans {
+		if t.Spans[i].SpanID == id {
+			writeJSON(w, http.StatusOK, spanJSON(&t.Spans[i], viewOf(t).adj.Time))
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "trace "+t.TraceID+" has no span "+id)
+}
+
+// readTrace reads the trace the path names, or answers why it cannot and
+// returns nil.
+func (a *api) readTrace(w http.ResponseWriter, r *http.Request) *model.Trace {
 	id := r.PathValue("traceId")
 	if !store.ValidTraceID(id) {
 		msg := "malformed trace id: want 32 hex characters, not all zero"
@@ -74,7 +109,7 @@ func (a *api) getTrace(w http.ResponseWriter, r *http.Request) {
 			msg = "malformed trace id: use lowercase hex (" + lower + ")"
 		}
 		writeError(w, http.StatusBadRequest, msg)
-		return
+		return nil
 	}
 	t, err := a.reader.GetTrace(r.Context(), id)
 	switch {
@@ -84,8 +119,22 @@ func (a *api) getTrace(w http.ResponseWriter, r *http.Request) {
 		a.logger.Error("reading a trace failed", zap.String("trace_id", id), zap.Error(err))
 		writeError(w, http.StatusInternalServerError, "reading the trace failed; see the server log")
 	default:
-		writeJSON(w, http.StatusOK, traceJSON(t))
+		return t
 	}
+	return nil
+}
+
+// boolParam reads an optional true/false query parameter.
+func boolParam(q url.Values, name string) (bool, error) {
+	v := q.Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("`%s`: want true or false", name)
+	}
+	return b, nil
 }
 
 // answer writes v with 200, or, when the store failed (err), logs err and

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 
@@ -82,9 +84,10 @@ func TestGetTrace(t *testing.T) {
 	reader := fakeReader{id: {
 		TraceID: id,
 		Spans: []model.Span{{TraceID: id, SpanID: "00f067aa0ba902b7", StartUnixNano: 1796010663450975897,
-			EndUnixNano: 1796010663455975897, StatusCode: model.StatusError}},
+			EndUnixNano: 1796010663455975897, StatusCode: model.StatusError, Attributes: map[string]string{"k": "v"}}},
 	}}
 	h := NewHandler(reader, zap.NewNop())
+	span := "/api/v1/traces/" + id + "/spans/"
 	tests := []struct {
 		path     string
 		wantCode int
@@ -97,6 +100,10 @@ func TestGetTrace(t *testing.T) {
 		{"/api/v1/traces/%27%20OR%201=1", http.StatusBadRequest, "malformed trace id"},
 		{"/api/v1/traces/0123456789abcdef0123456789abcdef", http.StatusNotFound, "is not stored"},
 		{"/api/v1/traces/eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee", http.StatusInternalServerError, "see the server log"},
+		{"/api/v1/traces/" + id + "?brief=yes", http.StatusBadRequest, "`brief`: want true or false"},
+		{span + "00f067aa0ba902b7", http.StatusOK, `"attributes":{"k":"v"}`},
+		{span + "00f067aa0ba902b8", http.StatusNotFound, "has no span 00f067aa0ba902b8"},
+		{"/api/v1/traces/0123456789abcdef0123456789abcdef/spans/00f067aa0ba902b7", http.StatusNotFound, "is not stored"},
 		{"/api/v1/nothing", http.StatusNotFound, "no such endpoint"},
 		{"/health", http.StatusOK, `"ok"`},
 	}
@@ -132,6 +139,19 @@ func TestGetTraceShape(t *testing.T) {
 	}
 	assert.Equal(t, "unspecified", span["kind"])
 	assert.Equal(t, map[string]any{"code": "UNSET", "message": ""}, span["status"])
+
+	// Brief spans: what a waterfall draws, without the details.
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces/"+id+"?brief=true", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &body))
+	brief := body["spans"].([]any)[0].(map[string]any)
+	assert.ElementsMatch(t, []string{"spanId", "parentSpanId", "name", "kind", "service", "host", "startTimeUnixNano",
+		"endTimeUnixNano", "adjustedStartTimeUnixNano", "adjustedEndTimeUnixNano", "durationNano", "status"},
+		slices.Collect(maps.Keys(brief)))
+	for k, v := range brief {
+		assert.Equal(t, span[k], v, k)
+	}
 }
 
 func TestPostIsRejected(t *testing.T) {

@@ -8,9 +8,13 @@ import "github.com/tracesift/tracesift/internal/model"
 // a JavaScript number; durations are numbers. Slices and maps are never null.
 
 // Trace is one stored trace with its logs and findings.
-type Trace struct {
+type Trace = TraceOf[Span]
+
+// TraceOf is a trace whose spans are S: Span, or SpanBrief when asked for
+// brief spans.
+type TraceOf[S Span | SpanBrief] struct {
 	TraceID  string    `json:"traceId"`
-	Spans    []Span    `json:"spans"`
+	Spans    []S       `json:"spans"`
 	Logs     []Log     `json:"logs"`
 	Findings []Finding `json:"findings"`
 	// ClockOffsets are the hosts' clock offsets the adjusted times correct,
@@ -27,10 +31,23 @@ type Status struct {
 
 // Span is one span of a stored trace.
 type Span struct {
-	TraceID           string `json:"traceId"`
+	SpanBrief
+	TraceID      string            `json:"traceId"`
+	TraceState   string            `json:"traceState,omitempty"`
+	Attributes   map[string]string `json:"attributes"`
+	Resource     map[string]string `json:"resource"`
+	ScopeName    string            `json:"scopeName,omitempty"`
+	ScopeVersion string            `json:"scopeVersion,omitempty"`
+	Events       []Event           `json:"events"`
+	Links        []Link            `json:"links"`
+}
+
+// SpanBrief is what a waterfall draws of a span (GET
+// /api/v1/traces/{id}?brief=true): its place, times and status, without the
+// attributes, resource and events that make most of a large trace's bytes.
+type SpanBrief struct {
 	SpanID            string `json:"spanId"`
 	ParentSpanID      string `json:"parentSpanId"`
-	TraceState        string `json:"traceState,omitempty"`
 	Name              string `json:"name"`
 	Kind              string `json:"kind"`
 	Service           string `json:"service"`
@@ -39,16 +56,10 @@ type Span struct {
 	EndTimeUnixNano   uint64 `json:"endTimeUnixNano,string"`
 	// The times corrected for the clock skew of the span's host (see
 	// internal/clockskew); equal to the raw ones when there is none.
-	AdjustedStartTimeUnixNano uint64            `json:"adjustedStartTimeUnixNano,string"`
-	AdjustedEndTimeUnixNano   uint64            `json:"adjustedEndTimeUnixNano,string"`
-	DurationNano              uint64            `json:"durationNano"`
-	Status                    Status            `json:"status"`
-	Attributes                map[string]string `json:"attributes"`
-	Resource                  map[string]string `json:"resource"`
-	ScopeName                 string            `json:"scopeName,omitempty"`
-	ScopeVersion              string            `json:"scopeVersion,omitempty"`
-	Events                    []Event           `json:"events"`
-	Links                     []Link            `json:"links"`
+	AdjustedStartTimeUnixNano uint64 `json:"adjustedStartTimeUnixNano,string"`
+	AdjustedEndTimeUnixNano   uint64 `json:"adjustedEndTimeUnixNano,string"`
+	DurationNano              uint64 `json:"durationNano"`
+	Status                    Status `json:"status"`
 }
 
 // Event is a span event (exceptions, annotations).
@@ -161,13 +172,8 @@ type TraceSummary struct {
 // spanJSON is s with its times adjusted by adj (a host's offset).
 func spanJSON(s *model.Span, adj func(host string, t uint64) uint64) Span {
 	out := Span{
-		TraceID: s.TraceID, SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, TraceState: s.TraceState,
-		Name: s.Name, Kind: s.Kind.String(), Service: s.Service, Host: s.Host,
-		StartTimeUnixNano: s.StartUnixNano, EndTimeUnixNano: s.EndUnixNano,
-		AdjustedStartTimeUnixNano: adj(s.Host, s.StartUnixNano), AdjustedEndTimeUnixNano: adj(s.Host, s.EndUnixNano),
-		DurationNano: s.Duration(),
-		Status:       Status{Code: s.StatusCode.String(), Message: s.StatusMessage},
-		Attributes:   nonNil(s.Attributes), Resource: nonNil(s.Resource),
+		SpanBrief: spanBrief(s, adj), TraceID: s.TraceID, TraceState: s.TraceState,
+		Attributes: nonNil(s.Attributes), Resource: nonNil(s.Resource),
 		ScopeName: s.ScopeName, ScopeVersion: s.ScopeVersion,
 		Events: make([]Event, len(s.Events)), Links: make([]Link, len(s.Links)),
 	}
@@ -178,6 +184,16 @@ func spanJSON(s *model.Span, adj func(host string, t uint64) uint64) Span {
 		out.Links[i] = Link{TraceID: l.TraceID, SpanID: l.SpanID, Attributes: nonNil(l.Attributes)}
 	}
 	return out
+}
+
+// spanBrief is what spanJSON makes of s but its details.
+func spanBrief(s *model.Span, adj func(host string, t uint64) uint64) SpanBrief {
+	return SpanBrief{
+		SpanID: s.SpanID, ParentSpanID: s.ParentSpanID, Name: s.Name, Kind: s.Kind.String(), Service: s.Service, Host: s.Host,
+		StartTimeUnixNano: s.StartUnixNano, EndTimeUnixNano: s.EndUnixNano,
+		AdjustedStartTimeUnixNano: adj(s.Host, s.StartUnixNano), AdjustedEndTimeUnixNano: adj(s.Host, s.EndUnixNano),
+		DurationNano: s.Duration(), Status: Status{Code: s.StatusCode.String(), Message: s.StatusMessage},
+	}
 }
 
 func logJSON(l *model.Log, adjusted uint64) Log {

@@ -202,7 +202,9 @@ function pageURL(params, offset) {
 
 async function tracePage(id) {
   main().innerHTML = '<p class="muted">Loading the trace…</p>';
-  const t = await api('/traces/' + encodeURIComponent(id));
+  // Brief spans: the details of one are read when it is opened.
+  const t = await api('/traces/' + encodeURIComponent(id), { brief: true });
+  performance.mark('trace-fetched');
   const spans = t.spans;
   const byId = new Map(spans.map((s) => [s.spanId, s]));
   const children = new Map();
@@ -288,9 +290,10 @@ async function tracePage(id) {
   }
   html.push(`<div class="waterfall" role="tree" aria-label="Spans" aria-busy="${parts.length > rowChunk}">`,
     parts.slice(0, rowChunk).join(''), '</div>');
+  performance.mark('trace-built');
   main().innerHTML = html.join('');
   const tree = document.querySelector('.waterfall');
-  bindWaterfall(tree, byId);
+  bindWaterfall(tree, byId, t.traceId);
   // Marks for whoever measures: the first screen drawn, every row drawn.
   requestAnimationFrame(() => performance.mark('trace-drawn'));
   // After the first screen is painted, the rest in one insertion: chunks
@@ -308,6 +311,8 @@ async function tracePage(id) {
 // rowChunk is how many rows the first screen draws.
 const rowChunk = 400;
 
+// spanRow is one span's row, kept to few elements and style declarations:
+// a large trace's rows cost their parsing and styling.
 function spanRow(s, depth, t0, total, hasKids, findings, onCriticalPath) {
   const left = (100 * Number(s._start - t0)) / total;
   const width = Math.max((100 * s.durationNano) / total, 0.2);
@@ -315,12 +320,13 @@ function spanRow(s, depth, t0, total, hasKids, findings, onCriticalPath) {
   const badges = (findings || [])
     .map((f) => `<span class="badge ${esc(f.kind)}" title="${esc(f.summary)}">${esc(f.kind)}</span>`)
     .join('');
-  const took = left + width > 88 ? `right:calc(${(100 - left).toFixed(3)}% + 4px)` : `left:calc(${(left + width).toFixed(3)}% + 4px)`;
-  return `<div class="row" role="treeitem" tabindex="0" aria-level="${depth + 1}"${hasKids ? ' aria-expanded="true"' : ''} data-span="${esc(s.spanId)}" data-depth="${depth}"><div class="name" style="padding-left:${6 + depth * 14}px">${
-    hasKids ? '<button class="toggle" aria-label="Collapse" tabindex="-1">▾</button>' : '<span class="toggle"></span>'
+  // The duration label sits right of the bar, or left of it near the end.
+  const cls = `bar${failed ? ' failed' : ''}${onCriticalPath ? ' critical' : ''}${left + width > 88 ? ' end' : ''}`;
+  return `<div class="row" role="treeitem" tabindex="0" aria-level="${depth + 1}"${hasKids ? ' aria-expanded="true"' : ''} data-span="${esc(s.spanId)}" data-depth="${depth}" style="--d:${depth}"><div class="name">${
+    hasKids ? '<button class="toggle" aria-label="Collapse" tabindex="-1">▾</button>' : ''
   }<span class="svc">${esc(s.service)}</span> <span class="op">${esc(s.name)}</span>${
     failed ? ' <span class="error" aria-label="error">●</span>' : ''
-  }${badges}</div><div class="lane"><div class="bar${failed ? ' failed' : ''}${onCriticalPath ? ' critical' : ''}" style="left:${left.toFixed(3)}%;width:${width.toFixed(3)}%"></div><span class="took" style="${took}">${esc(ms(s.durationNano))}</span></div></div>`;
+  }${badges}</div><div class="lane"><div class="${cls}" style="left:${left.toFixed(3)}%;width:${width.toFixed(3)}%" data-took="${esc(ms(s.durationNano))}"></div></div></div>`;
 }
 
 function logRow(l, depth, spanId) {
@@ -329,9 +335,23 @@ function logRow(l, depth, spanId) {
     <div class="msg"><span class="sev ${esc(l.severityText)}">${esc(l.severityText || 'LOG')}</span>${esc(l.body)}</div></div>`;
 }
 
+// spanDetails is a span in full (the API's Span): what the waterfall's row
+// does not show.
+function spanDetails(s) {
+  const dl = (obj) =>
+    `<dl>${Object.keys(obj || {}).sort().map((k) => `<dt>${esc(k)}</dt><dd>${esc(obj[k])}</dd>`).join('') || '<dd class="muted">none</dd>'}</dl>`;
+  return `<h3>${esc(s.service)}: ${esc(s.name)}</h3>
+    <dl><dt>span</dt><dd class="mono">${esc(s.spanId)}</dd><dt>kind</dt><dd>${esc(s.kind)}</dd>
+      <dt>status</dt><dd class="${s.status.code === 'ERROR' ? 'error' : ''}">${esc(s.status.code)} ${esc(s.status.message)}</dd>
+      <dt>host</dt><dd>${esc(s.host)}</dd><dt>duration</dt><dd>${esc(ms(s.durationNano))}</dd>
+      <dt>raw start</dt><dd>${esc(when(s.startTimeUnixNano))}</dd><dt>corrected start</dt><dd>${esc(when(s.adjustedStartTimeUnixNano))}</dd></dl>
+    <h3>Attributes</h3>${dl(s.attributes)}<h3>Resource</h3>${dl(s.resource)}
+    ${s.events.length ? `<h3>Events</h3>${s.events.map((e) => `<p><b>${esc(e.name)}</b> ${esc(when(e.timeUnixNano))}</p>${dl(e.attributes)}`).join('')}` : ''}`;
+}
+
 // The waterfall's keys: ↑/↓ move, ←/→ collapse and expand, Enter shows a
 // span's details; a click does what Enter does.
-function bindWaterfall(tree, byId) {
+function bindWaterfall(tree, byId, traceId) {
   const visibleRows = () => [...tree.querySelectorAll('.row')].filter((r) => !r.hidden);
   const setCollapsed = (row, collapsed) => {
     if (!row.hasAttribute('aria-expanded')) return;
@@ -356,21 +376,23 @@ function bindWaterfall(tree, byId) {
     tree.querySelectorAll('.row.selected').forEach((r) => r.classList.remove('selected'));
     if (open) return;
     row.classList.add('selected');
-    const s = byId.get(row.dataset.span);
-    const dl = (obj) =>
-      `<dl>${Object.keys(obj || {}).sort().map((k) => `<dt>${esc(k)}</dt><dd>${esc(obj[k])}</dd>`).join('') || '<dd class="muted">none</dd>'}</dl>`;
     const box = document.createElement('div');
     box.className = 'details';
     box.setAttribute('role', 'region');
     box.setAttribute('aria-label', 'Span details');
-    box.innerHTML = `<h3>${esc(s.service)}: ${esc(s.name)}</h3>
-      <dl><dt>span</dt><dd class="mono">${esc(s.spanId)}</dd><dt>kind</dt><dd>${esc(s.kind)}</dd>
-        <dt>status</dt><dd class="${s.status.code === 'ERROR' ? 'error' : ''}">${esc(s.status.code)} ${esc(s.status.message)}</dd>
-        <dt>host</dt><dd>${esc(s.host)}</dd><dt>duration</dt><dd>${esc(ms(s.durationNano))}</dd>
-        <dt>raw start</dt><dd>${esc(when(s.startTimeUnixNano))}</dd><dt>corrected start</dt><dd>${esc(when(s.adjustedStartTimeUnixNano))}</dd></dl>
-      <h3>Attributes</h3>${dl(s.attributes)}<h3>Resource</h3>${dl(s.resource)}
-      ${s.events.length ? `<h3>Events</h3>${s.events.map((e) => `<p><b>${esc(e.name)}</b> ${esc(when(e.timeUnixNano))}</p>${dl(e.attributes)}`).join('')}` : ''}`;
+    box.setAttribute('aria-busy', 'true');
+    box.innerHTML = '<p class="muted">Loading the span…</p>';
     row.after(box);
+    const sid = row.dataset.span;
+    api(`/traces/${encodeURIComponent(traceId)}/spans/${encodeURIComponent(sid)}`)
+      .then((s) => {
+        box.innerHTML = spanDetails(s);
+        box.setAttribute('aria-busy', 'false');
+      })
+      .catch((err) => {
+        box.innerHTML = `<p class="error" role="alert">${esc(err.message)}</p>`;
+        box.setAttribute('aria-busy', 'false');
+      });
   };
   // Raw times on hover, made when first hovered: formatting them for every
   // span up front would cost more than drawing the rows.
@@ -407,6 +429,22 @@ function bindWaterfall(tree, byId) {
 
 // ---- Logs -----------------------------------------------------------------
 
+// Lists (logs, findings) show 200 rows, or as many as the API gives (1000)
+// once asked for more: the URL's limit.
+const listLimits = [200, 1000];
+function listLimit(params) {
+  return Number(params.get('limit')) === listLimits[1] ? listLimits[1] : listLimits[0];
+}
+function moreLink(params, shown, what) {
+  if (shown < listLimit(params)) return '';
+  if (listLimit(params) === listLimits[1]) {
+    return `<p class="more muted">The first ${shown} ${what}: narrow the filters or the time range to see the rest.</p>`;
+  }
+  const p = new URLSearchParams(params);
+  p.set('limit', listLimits[1]);
+  return `<p class="more"><a href="${location.pathname}?${p}" data-link>Show up to ${listLimits[1]} ${what}</a></p>`;
+}
+
 async function logsPage() {
   const params = new URLSearchParams(location.search);
   const services = (await api('/services').catch(() => ({ services: [] }))).services;
@@ -428,7 +466,7 @@ async function logsPage() {
   let logs;
   try {
     logs = (await api('/logs', { q: params.get('q') ?? '', service: params.get('service') ?? '', severity: params.get('severity') ?? '',
-      traceId: params.get('traceId') ?? '', limit: 200, ...windowParams(params.get('range')) })).logs;
+      traceId: params.get('traceId') ?? '', limit: listLimit(params), ...windowParams(params.get('range')) })).logs;
   } catch (err) {
     results.innerHTML = `<p class="error" role="alert">${esc(err.message)}</p>`;
     return;
@@ -446,7 +484,7 @@ async function logsPage() {
                 : ''
             }</td></tr>`
         )
-        .join('')}</tbody></table>`
+        .join('')}</tbody></table>${moreLink(params, logs.length, 'lines')}`
     : '<p class="muted">No log line matches in this window.</p>';
 }
 
@@ -471,7 +509,7 @@ async function findingsPage() {
   const results = document.getElementById('results');
   let findings;
   try {
-    findings = (await api('/findings', { kind: params.get('kind') ?? '', service: params.get('service') ?? '', limit: 200,
+    findings = (await api('/findings', { kind: params.get('kind') ?? '', service: params.get('service') ?? '', limit: listLimit(params),
       ...windowParams(params.get('range')) })).findings;
   } catch (err) {
     results.innerHTML = `<p class="error" role="alert">${esc(err.message)}</p>`;
@@ -485,7 +523,7 @@ async function findingsPage() {
             <td class="num">${esc(+f.maxValue.toFixed(2))}</td>
             <td>${f.exampleTraceIds.map((id) => `<a class="mono" href="/trace/${esc(id)}" data-link>${esc(id.slice(0, 8))}</a>`).join(' ')}</td></tr>`
         )
-        .join('')}</tbody></table>`
+        .join('')}</tbody></table>${moreLink(params, findings.length, 'findings')}`
     : '<p class="muted">Nothing found in this window.</p>';
 }
 
