@@ -115,6 +115,15 @@ func TestWebUI(t *testing.T) {
 	rootCtx, root := shop.Start(ctx, "POST /checkout", trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(t0))
 	_, cart := shop.Start(rootCtx, "load cart", trace.WithTimestamp(t0.Add(2*time.Millisecond)))
 	cart.End(trace.WithTimestamp(t0.Add(12 * time.Millisecond)))
+	for i := range 3 { // three attempts at the stock, two failing: a retry
+		_, stock := shop.Start(rootCtx, "GET /stock", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithTimestamp(t0.Add(time.Duration(3+2*i)*time.Millisecond)),
+			trace.WithAttributes(attribute.String("peer.service", "inventory")))
+		if i < 2 {
+			stock.SetStatus(codes.Error, "503")
+		}
+		stock.End(trace.WithTimestamp(t0.Add(time.Duration(4+2*i) * time.Millisecond)))
+	}
 	callCtx, call := shop.Start(rootCtx, "call payments", trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithTimestamp(t0.Add(15*time.Millisecond)))
 	payCtx, charge := pay.Start(callCtx, "POST /charge", trace.WithSpanKind(trace.SpanKindServer),
@@ -141,7 +150,7 @@ func TestWebUI(t *testing.T) {
 
 	eventually(t, "the trace with its log and findings", func() bool {
 		code, tr := getTrace(t, ep, id)
-		return code == http.StatusOK && len(tr.Spans) == 4 && len(tr.Logs) == 1 && len(tr.Findings) > 0
+		return code == http.StatusOK && len(tr.Spans) == 7 && len(tr.Logs) == 1 && len(tr.Findings) > 0
 	})
 
 	b := browser(t)
@@ -173,15 +182,16 @@ func TestWebUI(t *testing.T) {
 	hover := eval[string](t, b, `(() => { const bar = document.querySelector('.waterfall .bar');
 		bar.dispatchEvent(new MouseEvent('mouseover', {bubbles: true})); return bar.title })()`)
 	assert.Contains(t, hover, "raw ", "the raw times on hover")
-	assert.Equal(t, []string{"shop POST /checkout", "shop load cart", "shop call payments", "payments POST /charge"}, names,
-		"spans in tree order, children by start")
+	assert.Equal(t, []string{"shop POST /checkout", "shop load cart", "shop GET /stock", "shop GET /stock", "shop GET /stock",
+		"shop call payments", "payments POST /charge"}, names, "spans in tree order, children by start")
 	assert.Contains(t, badges, "POST /charge: error_origin", "%v", badges)
+	assert.Contains(t, badges, "GET /stock: retry_fanout ×3", "the retry with its amplification: %v", badges)
 	assert.Equal(t, []string{"POST /charge <- ERRORacquirer said no"}, logAfter, "the log line under its span")
 
 	// The keyboard: the root collapses with ←, its subtree hides, → shows it again.
 	hiddenRows := `[...document.querySelectorAll('.waterfall .row')].filter(r => r.hidden).length`
 	do(chromedp.Focus(chromedp.CSS(".waterfall .row")), chromedp.KeyEvent(kb.ArrowLeft))
-	assert.Equal(t, 3, eval[int](t, b, hiddenRows), "the root's three descendants")
+	assert.Equal(t, 6, eval[int](t, b, hiddenRows), "the root's six descendants")
 	do(chromedp.KeyEvent(kb.ArrowRight))
 	assert.Zero(t, eval[int](t, b, hiddenRows))
 	// ↓ moves the focus to the next row, and the focus shows.

@@ -277,7 +277,7 @@ async function tracePage(id) {
   }
   if (traceFindings.length) {
     html.push(`<ul class="findings-list" aria-label="Findings about the whole trace">${traceFindings
-      .map((f) => `<li><span class="badge ${esc(f.kind)}">${esc(f.kind)}</span> ${esc(f.summary)}</li>`)
+      .map((f) => `<li><span class="badge ${esc(f.kind)}">${esc(badgeText(f))}</span> ${esc(f.summary)}</li>`)
       .join('')}</ul>`);
   }
   // The rows: the first screen's at once, the rest of a large trace once
@@ -311,6 +311,14 @@ async function tracePage(id) {
 // rowChunk is how many rows the first screen draws.
 const rowChunk = 400;
 
+// badgeText names a finding, with the figure that says how bad: a retry
+// fan-out's calls at the bottom layer (its amplification), a fan-out's calls.
+function badgeText(f) {
+  if (f.kind === 'retry_fanout') return `${f.kind} ×${f.value}`;
+  if (f.kind === 'fanout') return `${f.kind} ${f.value} calls`;
+  return f.kind;
+}
+
 // spanRow is one span's row, kept to few elements and style declarations:
 // a large trace's rows cost their parsing and styling.
 function spanRow(s, depth, t0, total, hasKids, findings, onCriticalPath) {
@@ -318,7 +326,7 @@ function spanRow(s, depth, t0, total, hasKids, findings, onCriticalPath) {
   const width = Math.max((100 * s.durationNano) / total, 0.2);
   const failed = s.status.code === 'ERROR';
   const badges = (findings || [])
-    .map((f) => `<span class="badge ${esc(f.kind)}" title="${esc(f.summary)}">${esc(f.kind)}</span>`)
+    .map((f) => `<span class="badge ${esc(f.kind)}" title="${esc(f.summary)}">${esc(badgeText(f))}</span>`)
     .join('');
   // The duration label sits right of the bar, or left of it near the end.
   const cls = `bar${failed ? ' failed' : ''}${onCriticalPath ? ' critical' : ''}${left + width > 88 ? ' end' : ''}`;
