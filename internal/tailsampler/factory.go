@@ -56,3 +56,15 @@ type RawSampler interface {
 func NewRaw(set processor.Settings, cfg *Config, next consumer.Traces) (RawSampler, error) {
 	return newSampler(set, cfg, next)
 }
+
+// NewReceipted builds a sampler that forwards kept traces to next and
+// settles receipts (a Kafka consumer's), recording the decisions of the
+// traces that came with them in log (nil: not recorded).
+func NewReceipted(set processor.Settings, cfg *Config, next consumer.Traces, log DecisionLog) (ReceiptSampler, error) {
+	p, err := newSampler(set, cfg, next)
+	if err != nil {
+		return nil, err
+	}
+	p.decisions = log
+	return p, nil
+}

@@ -79,6 +79,10 @@ type sampler struct {
 	// analyze::store to send the rows to).
 	red *redCounter
 
+	// decisions records the decisions of traces that came with receipts;
+	// nil unless made by NewReceipted.
+	decisions DecisionLog
+
 	runCtx    context.Context // for calls to next; cancelled if Shutdown runs out of time
 	cancelRun context.CancelFunc
 	wg        sync.WaitGroup
@@ -259,6 +263,64 @@ func (p *sampler) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 // those spans twice: a duplicate is preferred to holding the caller until
 // every queue has room.
 func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
+	return p.consumeRaw(ctx, req, nil)
+}
+
+// ConsumeRawTracesWithReceipt implements ReceiptSampler.
+func (p *sampler) ConsumeRawTracesWithReceipt(ctx context.Context, req []byte, r *Receipt) error {
+	return p.consumeRaw(ctx, req, r)
+}
+
+// Discard implements ReceiptSampler.
+func (p *sampler) Discard(ctx context.Context) error {
+	return p.toEveryShard(ctx, func() shardMsg { return shardMsg{discard: make(chan struct{})} },
+		func(m shardMsg) chan struct{} { return m.discard })
+}
+
+// Remember implements ReceiptSampler.
+func (p *sampler) Remember(ctx context.Context, decisions []Decision) error {
+	per := make([][]Decision, len(p.shards))
+	for _, d := range decisions {
+		i := shardOf(d.TraceID, len(p.shards))
+		per[i] = append(per[i], d)
+	}
+	i := 0
+	return p.toEveryShard(ctx, func() shardMsg { i++; return shardMsg{remember: per[i-1], done: make(chan struct{})} },
+		func(m shardMsg) chan struct{} { return m.done })
+}
+
+// toEveryShard sends each shard, in turn, the message next makes and waits
+// until the shard closes the message's channel (done).
+func (p *sampler) toEveryShard(ctx context.Context, next func() shardMsg, done func(shardMsg) chan struct{}) error {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if p.stopped {
+		return errStopped
+	}
+	if !p.started {
+		return errNotStarted
+	}
+	for _, sh := range p.shards {
+		m := next()
+		select {
+		case sh.in <- m:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.stopping:
+			return errStopped
+		}
+		select {
+		case <-done(m):
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-p.stopping:
+			return errStopped
+		}
+	}
+	return nil
+}
+
+func (p *sampler) consumeRaw(ctx context.Context, req []byte, receipt *Receipt) error {
 	sc := p.scratch.Get().(*scratch)
 	defer p.putScratch(sc)
 	if err := otlpwire.Scan(req, &sc.req); err != nil {
@@ -286,6 +348,16 @@ func (p *sampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 				"Fix the instrumentation that sends them; they are counted in otelcol_tracesift_sampler_spans_invalid "+
 				"(this message is logged once).",
 				zap.Int("invalid_spans_in_request", invalid))
+		}
+	}
+	if receipt != nil {
+		if len(sc.builders) == 0 {
+			receipt.done() // nothing to decide
+			return nil
+		}
+		receipt.pending.Add(int32(len(sc.builders)))
+		for i := range sc.builders {
+			sc.builders[i].receipts = []*Receipt{receipt}
 		}
 	}
 	if len(sc.builders) == 0 {

@@ -35,6 +35,10 @@ type traceChunk struct {
 	// the service whose rules apply; firstService stands in until the root
 	// arrives.
 	rootService, rootName, firstService string
+
+	// receipts are those of the requests the spans came with, one per chunk
+	// (ConsumeRawTracesWithReceipt); nil otherwise.
+	receipts []*Receipt
 }
 
 func newTraceChunk(id pcommon.TraceID) traceChunk {
@@ -96,6 +100,7 @@ func (c *traceChunk) merge(o *traceChunk) {
 	if c.firstService == "" {
 		c.firstService = o.firstService
 	}
+	c.receipts = append(c.receipts, o.receipts...)
 }
 
 // service is the service whose keep rules apply to the trace.
@@ -114,6 +119,12 @@ type shardMsg struct {
 	chunks []traceChunk
 	at     time.Time // arrival of chunks
 	pass   *decisionPass
+	// discard asks the shard to forget its traces that came with receipts
+	// (ReceiptSampler.Discard), closing it after; remember hands it
+	// decisions to follow (ReceiptSampler.Remember), closing done after.
+	discard  chan struct{}
+	remember []Decision
+	done     chan struct{}
 }
 
 type decisionPass struct {
@@ -263,6 +274,16 @@ func (s *shard) run(ctx context.Context, tick time.Duration) {
 			case msg.pass != nil:
 				s.decideDue(ctx, msg.pass.now)
 				close(msg.pass.done)
+			case msg.discard != nil:
+				s.discardReceipted()
+				close(msg.discard)
+			case msg.done != nil:
+				for _, d := range msg.remember {
+					if _, buffered := s.traces[d.TraceID]; !buffered {
+						s.cache.put(d.TraceID, d.Kept, s.p.now())
+					}
+				}
+				close(msg.done)
 			default:
 				s.ingest(ctx, msg.chunks, msg.at)
 				s.recycle(msg.chunks)
@@ -304,6 +325,7 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 					lateKept += c.count
 				} else {
 					s.release(c.frames)
+					out.settle = append(out.settle, c.receipts...)
 					lateDropped += c.count
 				}
 				continue
@@ -475,11 +497,18 @@ type keptBatch struct {
 	// whole are the ids of the traces decided in this pass (the other parts
 	// are late spans of traces decided earlier): the analyzers run on them.
 	whole map[pcommon.TraceID]bool
+
+	// receipts are those of the kept spans, settled once they are forwarded;
+	// settle those of the dropped ones; decisions those of the traces that
+	// came with receipts (see shard.settle).
+	receipts, settle []*Receipt
+	decisions        []Decision
 }
 
 func (k *keptBatch) add(c *traceChunk) {
 	k.parts = append(k.parts, framesRef{buf: c.frames, codec: c.codec})
 	k.spans += c.count
+	k.receipts = append(k.receipts, c.receipts...)
 }
 
 func (k *keptBatch) addWhole(t *trace) {
@@ -511,8 +540,12 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 			zap.Duration("buffered_for", time.Duration(t.lastSeen-t.firstSeen)))
 	}
 	s.tally.spans[reason.rank()] += t.count
+	if t.receipts != nil {
+		out.decisions = append(out.decisions, Decision{TraceID: t.id, Kept: kept})
+	}
 	if !kept {
 		s.release(t.frames)
+		out.settle = append(out.settle, t.receipts...)
 		return
 	}
 	out.addWhole(t)
@@ -587,6 +620,7 @@ func (s *shard) forward(ctx context.Context, out *keptBatch) {
 	defer s.freeReleased()
 	s.tally.report(s.p.tel)
 	if out.spans == 0 {
+		s.settle(ctx, out, true)
 		return
 	}
 	td, err := decodeKept(out.parts, &s.scratch)
@@ -605,8 +639,55 @@ func (s *shard) forward(ctx context.Context, out *keptBatch) {
 		if findings > 0 && s.p.analyzer.export {
 			s.p.tel.TracesiftSamplerFindingsDropped.Add(context.Background(), int64(findings))
 		}
-		s.p.logger.Error("Next consumer rejected kept traces; their spans are lost",
+		s.p.logger.Error("Next consumer rejected kept traces; their spans are lost (those read from Kafka are read "+
+			"again after a restart or a rebalance: their offsets are not committed)",
 			zap.Int("shard", s.id), zap.Int("spans", out.spans), zap.Error(err))
+	}
+	s.settle(ctx, out, err == nil)
+}
+
+// settle records the decisions of the traces that came with receipts, then
+// settles the receipts of what was dropped and, if forwarded, of what was
+// kept. Unrecorded decisions settle nothing: their messages are read again.
+func (s *shard) settle(ctx context.Context, out *keptBatch, forwarded bool) {
+	if len(out.receipts)+len(out.settle) == 0 {
+		return
+	}
+	if log := s.p.decisions; log != nil && len(out.decisions) > 0 {
+		if err := log.Record(ctx, out.decisions); err != nil {
+			s.p.logger.Error("Recording decisions failed; their spans are read again after a restart or a rebalance",
+				zap.Int("shard", s.id), zap.Int("decisions", len(out.decisions)), zap.Error(err))
+			return
+		}
+	}
+	for _, r := range out.settle {
+		r.settle()
+	}
+	if forwarded {
+		for _, r := range out.receipts {
+			r.settle()
+		}
+	}
+}
+
+// discardReceipted forgets, undecided, every buffered trace that came with
+// receipts: their source is read again.
+func (s *shard) discardReceipted() {
+	n := 0
+	for id, t := range s.traces {
+		if t.receipts == nil {
+			continue
+		}
+		s.order.remove(t)
+		s.byAge.remove(t)
+		delete(s.traces, id)
+		s.addUsed(-t.bytes)
+		s.release(t.frames)
+		n++
+	}
+	s.freeReleased()
+	if n > 0 {
+		s.p.tel.TracesiftSamplerTracesBuffered.Add(context.Background(), -int64(n))
 	}
 }
 
