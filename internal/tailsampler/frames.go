@@ -157,7 +157,7 @@ func concatFrames(mem *frameMemory, a, b []byte) frameBuf {
 // bookkeeping of a chunk that becomes a buffered trace (trace struct, map
 // entry, list elements, route strings), refunded when the chunk joins a
 // buffered trace instead.
-const chunkOverhead = 352
+const chunkOverhead = 384
 
 // framesRef is a kept trace's (or late chunk's) frames with their codec.
 type framesRef struct {
