@@ -5,10 +5,13 @@ SHELL := /bin/bash
 GO ?= go
 # The embedded engine; the binaries and tests find it in node_modules by themselves.
 CHDB_LIB := $(CURDIR)/node_modules/@chdb/lib-linux-x64-gnu/libchdb.so
+# The Kafka broker's jars (make kafka-broker); tests find them through TRACESIFT_KAFKA_LIBS.
+KAFKA_LIBS := $(CURDIR)/build/kafka/libs
+export TRACESIFT_KAFKA_LIBS := $(KAFKA_LIBS)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build browser bench-ui generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build browser kafka-broker run-kafka bench-ui generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -57,6 +60,21 @@ dashboards:
 run: build
 	./bin/tracesift
 
+## run-kafka: distributed mode on this machine: a Kafka broker (KRaft, data in data/kafka), the gateway on
+## 4317/4318/3100, two samplers and the ingester with the query API on 16686 (data in data/ingester); Ctrl-C stops all
+run-kafka: build kafka-broker
+	$(GO) run ./cmd/runkafka
+
+## kafka-broker: the Apache Kafka broker's jars (Maven Central, org.apache.kafka:kafka_2.13 and kafka-tools,
+## deploy/kafka/pom.xml) in build/kafka/libs, for make run-kafka and the distributed-mode tests
+kafka-broker: $(KAFKA_LIBS)/.done
+
+$(KAFKA_LIBS)/.done: deploy/kafka/pom.xml
+	@command -v mvn >/dev/null && command -v java >/dev/null || { echo "Maven and Java 17 are required for the Kafka broker"; exit 1; }
+	rm -rf $(KAFKA_LIBS)
+	mvn -q -B -f deploy/kafka/pom.xml dependency:copy-dependencies -DincludeScope=runtime -DoutputDirectory=$(KAFKA_LIBS)
+	touch $@
+
 ## browser: Debian's chromium for the web UI's tests, installed (as root) when it is missing
 browser:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
@@ -65,7 +83,7 @@ browser:
 		{ apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium >/dev/null; }; }
 
 ## test: the whole suite, with the race detector; the web UI's screenshots go to test-output/ui
-test: deps vet browser $(PLUGIN_NODE)
+test: deps kafka-broker vet browser $(PLUGIN_NODE)
 	TRACESIFT_TEST_OUT=$(CURDIR)/test-output $(GO) test -race -count=1 ./...
 	@# The Grafana data source: its backend is a Go module of its own (grafana-plugin-sdk-go stays out of
 	@# the collector's); its frontend is type-checked, unit-tested and built as Grafana loads it.

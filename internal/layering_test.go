@@ -20,9 +20,11 @@ const module = "github.com/tracesift/tracesift/"
 var allowedImports = map[string][]string{
 	"cmd/collector": {"internal/exporter/storeexporter", "internal/extension/limitsextension",
 		"internal/extension/queryextension", "internal/extension/storeextension", "internal/processor/logsprocessor",
-		"internal/receiver/loki", "internal/receiver/otlpraw", "internal/tailsampler"},
-	"cmd/query": {"internal/query", "internal/store", "internal/store/server"},
-	"bench":     {},
+		"internal/receiver/loki", "internal/receiver/otlpraw", "internal/tailsampler",
+		"internal/receiver/kafkareceiver", "internal/exporter/kafkaexporter"},
+	"cmd/runkafka": {"internal/kafka/broker"},
+	"cmd/query":    {"internal/query", "internal/store", "internal/store/server"},
+	"bench":        {},
 
 	// The domain model every stage shares: imports nothing of ours.
 	"internal/model":           {},
@@ -35,7 +37,11 @@ var allowedImports = map[string][]string{
 	"internal/testutil": {},
 
 	// Receivers hand on what they read: the OTLP one to the sampler.
-	"internal/receiver/otlpraw":          {"internal/otlpwire", "internal/httpbody", "internal/tailsampler"},
+	"internal/receiver/otlpraw":          {"internal/otlpwire", "internal/httpbody", "internal/tailsampler", "internal/kafka"},
+	"internal/receiver/kafkareceiver":    {"internal/kafka", "internal/tailsampler"},
+	"internal/exporter/kafkaexporter":    {"internal/kafka"},
+	"internal/kafka":                     {"internal/otlpwire", "internal/tailsampler"},
+	"internal/kafka/broker":              {},
 	"internal/receiver/loki":             {"internal/httpbody", "internal/traceid"},
 	"internal/extension/limitsextension": {"internal/httpbody"},
 	"internal/processor/logsprocessor":   {"internal/traceid"},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -103,12 +102,7 @@ func TestBinaryRunsOnItsOwn(t *testing.T) {
 			t.Fatalf("the binary stopped: %v\n%s", err, stderr.String())
 		default:
 		}
-		resp, err := http.Get("http://" + health + "/")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
+		return answersOK("http://" + health + "/")
 	})
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	require.NoError(t, <-exited, "%s", stderr.String())

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
 	"go.opentelemetry.io/collector/confmap/provider/yamlprovider"
 	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/nopexporter"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/processor"
@@ -21,11 +22,13 @@ import (
 	"go.opentelemetry.io/collector/receiver/otlpreceiver"
 	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
 
+	"github.com/tracesift/tracesift/internal/exporter/kafkaexporter"
 	"github.com/tracesift/tracesift/internal/exporter/storeexporter"
 	"github.com/tracesift/tracesift/internal/extension/limitsextension"
 	"github.com/tracesift/tracesift/internal/extension/queryextension"
 	"github.com/tracesift/tracesift/internal/extension/storeextension"
 	"github.com/tracesift/tracesift/internal/processor/logsprocessor"
+	"github.com/tracesift/tracesift/internal/receiver/kafkareceiver"
 	"github.com/tracesift/tracesift/internal/receiver/loki"
 	"github.com/tracesift/tracesift/internal/receiver/otlpraw"
 	"github.com/tracesift/tracesift/internal/tailsampler"
@@ -41,13 +44,16 @@ func components() (otelcol.Factories, error) {
 	f := otelcol.Factories{Telemetry: otelconftelemetry.NewFactory()}
 	var err error
 	if f.Receivers, err = otelcol.MakeFactoryMap[receiver.Factory](otlpraw.NewFactory(), otlpreceiver.NewFactory(),
-		filelogreceiver.NewFactory(), loki.NewFactory()); err != nil {
+		filelogreceiver.NewFactory(), loki.NewFactory(), kafkareceiver.NewFactory()); err != nil {
 		return f, err
 	}
 	if f.Processors, err = otelcol.MakeFactoryMap[processor.Factory](tailsampler.NewFactory(), logsprocessor.NewFactory()); err != nil {
 		return f, err
 	}
-	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](storeexporter.NewFactory()); err != nil {
+	// nop: a gateway's traces pipeline ends in its receiver, which produces
+	// to Kafka itself.
+	if f.Exporters, err = otelcol.MakeFactoryMap[exporter.Factory](storeexporter.NewFactory(), kafkaexporter.NewFactory(),
+		nopexporter.NewFactory()); err != nil {
 		return f, err
 	}
 	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](storeextension.NewFactory(), queryextension.NewFactory(), limitsextension.NewFactory(),

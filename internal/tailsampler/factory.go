@@ -59,12 +59,18 @@ func NewRaw(set processor.Settings, cfg *Config, next consumer.Traces) (RawSampl
 
 // NewReceipted builds a sampler that forwards kept traces to next and
 // settles receipts (a Kafka consumer's), recording the decisions of the
-// traces that came with them in log (nil: not recorded).
+// traces that came with them in log (nil: not recorded). Findings, clock
+// offsets and RED go down the pipeline with the kept spans, for a store
+// further on (analyze::store names none here).
 func NewReceipted(set processor.Settings, cfg *Config, next consumer.Traces, log DecisionLog) (ReceiptSampler, error) {
 	p, err := newSampler(set, cfg, next)
 	if err != nil {
 		return nil, err
 	}
 	p.decisions = log
+	p.forwardAnalysis = true
+	if cfg.RED.Enabled && p.red == nil {
+		p.red = newREDCounter(cfg.RED, next, p.tel, p.logger)
+	}
 	return p, nil
 }

@@ -82,6 +82,9 @@ type sampler struct {
 	// decisions records the decisions of traces that came with receipts;
 	// nil unless made by NewReceipted.
 	decisions DecisionLog
+	// forwardAnalysis sends findings, offsets and RED down the pipeline
+	// without a store to check (NewReceipted: a Kafka exporter is next).
+	forwardAnalysis bool
 
 	runCtx    context.Context // for calls to next; cancelled if Shutdown runs out of time
 	cancelRun context.CancelFunc
@@ -169,10 +172,13 @@ func (p *sampler) Start(_ context.Context, host component.Host) error {
 	if p.started {
 		return errors.New("tracesift_sampler: already started")
 	}
-	// Findings, offsets and RED go down the pipeline to analyze::store.
-	if p.findingsAt != (component.ID{}) {
-		if err := checkStore(host, p.findingsAt); err != nil {
-			return fmt.Errorf("tracesift_sampler: %w", err)
+	// Findings, offsets and RED go down the pipeline to analyze::store (or,
+	// in distributed mode, to Kafka's kept topic: forwardAnalysis).
+	if p.findingsAt != (component.ID{}) || p.forwardAnalysis {
+		if p.findingsAt != (component.ID{}) {
+			if err := checkStore(host, p.findingsAt); err != nil {
+				return fmt.Errorf("tracesift_sampler: %w", err)
+			}
 		}
 		if p.analyzer != nil {
 			p.analyzer.export = true

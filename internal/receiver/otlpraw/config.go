@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
 
+	"github.com/tracesift/tracesift/internal/kafka"
 	"github.com/tracesift/tracesift/internal/tailsampler"
 )
 
@@ -48,6 +49,12 @@ type Config struct {
 	// (internal/tailsampler), with the same defaults (decision_wait 10s,
 	// slow_threshold 1s, baseline_ratio 0.01, max_buffered_bytes 512 MiB, …).
 	Sampler tailsampler.Config `mapstructure:"sampler"`
+
+	// Kafka makes the receiver a gateway of distributed mode: trace
+	// requests are split by trace id and produced to the spans topic
+	// (acknowledged to the client once Kafka has them) instead of being
+	// sampled here; `sampler` is then unused. Absent by default.
+	Kafka configoptional.Optional[kafka.Config] `mapstructure:"kafka"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -171,5 +178,6 @@ func createDefaultConfig() component.Config {
 			HTTP: configoptional.Default(httpCfg),
 		},
 		Sampler: *tailsampler.NewFactory().CreateDefaultConfig().(*tailsampler.Config),
+		Kafka:   configoptional.Default(kafka.DefaultConfig()),
 	}
 }

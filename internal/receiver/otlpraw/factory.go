@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/tracesift/tracesift/internal/kafka"
 	"github.com/tracesift/tracesift/internal/receiver/otlpraw/internal/metadata"
 	"github.com/tracesift/tracesift/internal/tailsampler"
 )
@@ -109,7 +110,12 @@ func (f *factory) createTraces(ctx context.Context, set receiver.Settings, cfg c
 	if r.sampler != nil {
 		return nil, fmt.Errorf("%s: traces receiver created twice for the same config", set.ID)
 	}
-	s, err := f.newSampler(ctx, set, &r.cfg.Sampler, next)
+	var s TraceSampler
+	if r.cfg.Kafka.HasValue() {
+		s = kafka.NewSpanProducer(*r.cfg.Kafka.Get(), set.Logger)
+	} else {
+		s, err = f.newSampler(ctx, set, &r.cfg.Sampler, next)
+	}
 	if err == nil && s == nil {
 		err = errors.New("the sampler factory returned no sampler")
 	}

@@ -1,0 +1,75 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+
+	kgo "github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/tracesift/tracesift/internal/tailsampler"
+)
+
+// DecisionLog records a sampler's decisions in the decisions topic, keyed
+// by trace id and so in the partition of the trace's spans
+// (tailsampler.DecisionLog).
+type DecisionLog struct {
+	w *kgo.Writer
+}
+
+// NewDecisionLog opens a writer to cfg's decisions topic.
+func NewDecisionLog(cfg *Config) *DecisionLog {
+	return &DecisionLog{w: newWriter(cfg, cfg.Topics.Decisions)}
+}
+
+// Record implements tailsampler.DecisionLog.
+func (l *DecisionLog) Record(ctx context.Context, ds []tailsampler.Decision) error {
+	msgs := make([]kgo.Message, len(ds))
+	for i, d := range ds {
+		v := byte(0)
+		if d.Kept {
+			v = 1
+		}
+		msgs[i] = kgo.Message{Key: d.TraceID[:], Value: []byte{v}}
+	}
+	return l.w.WriteMessages(ctx, msgs...)
+}
+
+// Close closes the writer.
+func (l *DecisionLog) Close() error { return l.w.Close() }
+
+// loadDecisions reads the last n decisions of a partition of the decisions
+// topic: those a sampler taking the partition over must follow.
+func loadDecisions(ctx context.Context, cfg *Config, partition, n int) ([]tailsampler.Decision, error) {
+	conn, err := kgo.DialLeader(ctx, "tcp", cfg.brokers()[0], cfg.Topics.Decisions, partition)
+	if err != nil {
+		return nil, fmt.Errorf("reading decisions of partition %d: %w", partition, err)
+	}
+	first, last, err := conn.ReadOffsets()
+	conn.Close()
+	if err != nil {
+		return nil, fmt.Errorf("reading decisions of partition %d: %w", partition, err)
+	}
+	if last <= first {
+		return nil, nil
+	}
+	r := kgo.NewReader(kgo.ReaderConfig{Brokers: cfg.brokers(), Topic: cfg.Topics.Decisions, Partition: partition,
+		MaxBytes: maxMessageBytes})
+	defer r.Close()
+	if err := r.SetOffset(max(first, last-int64(n))); err != nil {
+		return nil, err
+	}
+	var out []tailsampler.Decision
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("reading decisions of partition %d: %w", partition, err)
+		}
+		if len(m.Key) == 16 && len(m.Value) == 1 {
+			out = append(out, tailsampler.Decision{TraceID: pcommon.TraceID(m.Key), Kept: m.Value[0] == 1})
+		}
+		if m.Offset >= last-1 {
+			return out, nil
+		}
+	}
+}
