@@ -11,8 +11,11 @@
 //   - kept: what samplers keep, OTLP ExportTraceServiceRequest (kept spans,
 //     with the analysis resource of findings, clock offsets and RED rows).
 //   - logs: OTLP ExportLogsServiceRequest, as the gateway received them.
-//   - decisions: compacted; key the trace id, value 1 kept or 0 dropped;
-//     partitioned as spans, so a partition's decisions go with it.
+//   - decisions: compacted; key the trace id, value a byte (1 kept, 0
+//     dropped) and the big-endian int64 offset in the spans partition up to
+//     which the trace's spans were handed on with that decision
+//     (tailsampler.Decision.Through); partitioned as spans, so a
+//     partition's decisions go with it.
 package kafka
 
 import (

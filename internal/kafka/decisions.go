@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 
 	kgo "github.com/segmentio/kafka-go"
@@ -26,11 +27,12 @@ func NewDecisionLog(cfg *Config) *DecisionLog {
 func (l *DecisionLog) Record(ctx context.Context, ds []tailsampler.Decision) error {
 	msgs := make([]kgo.Message, len(ds))
 	for i, d := range ds {
-		v := byte(0)
+		v := make([]byte, 9)
 		if d.Kept {
-			v = 1
+			v[0] = 1
 		}
-		msgs[i] = kgo.Message{Key: d.TraceID[:], Value: []byte{v}}
+		binary.BigEndian.PutUint64(v[1:], uint64(d.Through))
+		msgs[i] = kgo.Message{Key: d.TraceID[:], Value: v}
 	}
 	return l.w.WriteMessages(ctx, msgs...)
 }
@@ -65,8 +67,9 @@ func loadDecisions(ctx context.Context, cfg *Config, partition, n int) ([]tailsa
 		if err != nil {
 			return nil, fmt.Errorf("reading decisions of partition %d: %w", partition, err)
 		}
-		if len(m.Key) == 16 && len(m.Value) == 1 {
-			out = append(out, tailsampler.Decision{TraceID: pcommon.TraceID(m.Key), Kept: m.Value[0] == 1})
+		if len(m.Key) == 16 && len(m.Value) == 9 {
+			out = append(out, tailsampler.Decision{TraceID: pcommon.TraceID(m.Key), Kept: m.Value[0] == 1,
+				Through: int64(binary.BigEndian.Uint64(m.Value[1:]))})
 		}
 		if m.Offset >= last-1 {
 			return out, nil

@@ -124,7 +124,7 @@ func (c *SamplerConsumer) readPartition(ctx context.Context, partition int, offs
 		o.read(m.Offset)
 		off := m.Offset
 		for {
-			err = c.sampler.ConsumeRawTracesWithReceipt(ctx, m.Value, tailsampler.NewReceipt(func() { o.done(off) }))
+			err = c.sampler.ConsumeRawTracesWithReceipt(ctx, m.Value, tailsampler.NewReceipt(off, func() { o.done(off) }))
 			if err == nil {
 				break
 			}

@@ -44,6 +44,8 @@ type harness struct {
 	tel   *componenttest.Telemetry
 	clock *fakeClock
 	cfg   *Config
+	// offset is the last offset consumeWithReceipt handed over.
+	offset atomic.Int64
 }
 
 type harnessOption func(*harnessSettings)

@@ -16,11 +16,15 @@ import (
 type Receipt struct {
 	pending atomic.Int32 // chunks not settled yet
 	done    func()
+	// offset orders the receipts of a trace's source (a Kafka partition's
+	// message offset): see Decision.Through.
+	offset int64
 }
 
-// NewReceipt returns a receipt that calls done when it is settled; done runs
-// on a shard's goroutine and must not block.
-func NewReceipt(done func()) *Receipt { return &Receipt{done: done} }
+// NewReceipt returns a receipt for the request at offset in its source; it
+// calls done when it is settled; done runs on a shard's goroutine and must
+// not block.
+func NewReceipt(offset int64, done func()) *Receipt { return &Receipt{done: done, offset: offset} }
 
 func (r *Receipt) settle() {
 	if r.pending.Add(-1) == 0 {
@@ -32,6 +36,12 @@ func (r *Receipt) settle() {
 type Decision struct {
 	TraceID pcommon.TraceID
 	Kept    bool
+	// Through is the highest offset of the requests whose spans of the
+	// trace were forwarded (kept) or dropped with this decision: a sampler
+	// reading the source again after a crash skips the trace's spans up to
+	// it, since they are stored already, and follows the decision for the
+	// rest.
+	Through int64
 }
 
 // DecisionLog records the decisions of traces handed over with receipts,

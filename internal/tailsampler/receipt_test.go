@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
 
@@ -31,12 +32,18 @@ func (d *decisionRecorder) Record(_ context.Context, ds []Decision) error {
 	return nil
 }
 
+// consumeWithReceipt hands td over as the message at the next offset.
 func (h *harness) consumeWithReceipt(td ptrace.Traces) *atomic.Int32 {
+	h.t.Helper()
+	return h.consumeAt(h.offset.Add(1), td)
+}
+
+func (h *harness) consumeAt(offset int64, td ptrace.Traces) *atomic.Int32 {
 	h.t.Helper()
 	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 	require.NoError(h.t, err)
 	done := new(atomic.Int32)
-	require.NoError(h.t, h.p.ConsumeRawTracesWithReceipt(context.Background(), req, NewReceipt(func() { done.Add(1) })))
+	require.NoError(h.t, h.p.ConsumeRawTracesWithReceipt(context.Background(), req, NewReceipt(offset, func() { done.Add(1) })))
 	return done
 }
 
@@ -59,16 +66,17 @@ func TestReceiptSettlesWhenEveryTraceIsDecided(t *testing.T) {
 	h.decideAfterWait()
 	assert.Equal(t, int32(1), r1.Load())
 	assert.Equal(t, int32(1), r2.Load())
-	assert.ElementsMatch(t, []Decision{{TraceID: tid(1), Kept: true}, {TraceID: tid(2), Kept: false}}, log.got)
+	assert.ElementsMatch(t, []Decision{{TraceID: tid(1), Kept: true, Through: 1}, {TraceID: tid(2), Kept: false, Through: 2}}, log.got)
 	assert.Equal(t, 1, h.sink.SpanCount())
 
 	// A late span of the kept trace is forwarded and settles its receipt
-	// at once; its decision is not recorded again.
+	// at once; the decision is recorded again, through its offset.
 	h.clock.Advance(time.Minute)
 	r3 := h.consumeWithReceipt(request(t, "svc", spanSpec{trace: 1, span: 3, parent: 1, dur: time.Millisecond}))
 	h.barrier()
 	assert.Equal(t, int32(1), r3.Load())
-	assert.Len(t, log.got, 2)
+	assert.Equal(t, Decision{TraceID: tid(1), Kept: true, Through: 3}, log.got[len(log.got)-1])
+	assert.Equal(t, 2, h.sink.SpanCount())
 
 	// Decisions that cannot be recorded settle nothing.
 	log.fail = true
@@ -94,7 +102,8 @@ func TestDiscardAndRemember(t *testing.T) {
 	h.consume(request(t, "svc", spanSpec{trace: 2, span: 2, dur: time.Millisecond, err: true}))
 	h.barrier()
 	require.NoError(t, h.p.Discard(context.Background()))
-	require.NoError(t, h.p.Remember(context.Background(), []Decision{{TraceID: tid(3), Kept: true}, {TraceID: tid(5), Kept: false}}))
+	require.NoError(t, h.p.Remember(context.Background(), []Decision{{TraceID: tid(3), Kept: true, Through: -1},
+		{TraceID: tid(5), Kept: false, Through: -1}}))
 	h.consume(request(t, "svc",
 		spanSpec{trace: 3, span: 3, parent: 1, dur: time.Millisecond},
 		spanSpec{trace: 5, span: 5, dur: time.Millisecond, err: true}))
@@ -106,4 +115,23 @@ func TestDiscardAndRemember(t *testing.T) {
 	assert.Contains(t, spans, tid(3), "a late span of a trace kept elsewhere")
 	assert.NotContains(t, spans, tid(5), "a late span of a trace dropped elsewhere, though it failed")
 	assert.Zero(t, h.counter("otelcol_tracesift_sampler_traces_buffered"))
+}
+
+// After a crash, a sampler reads a partition again from its committed
+// offset: the spans of a remembered trace up to the decision's offset were
+// stored already and are skipped (their receipts done), later ones follow
+// the decision.
+func TestReplayedSpansAreNotForwardedTwice(t *testing.T) {
+	h := newHarness(t, testConfig())
+	log := &decisionRecorder{}
+	h.p.decisions = log
+	require.NoError(t, h.p.Remember(context.Background(), []Decision{{TraceID: tid(1), Kept: true, Through: 5}}))
+	again := h.consumeAt(4, request(t, "svc", spanSpec{trace: 1, span: 1, dur: time.Millisecond, err: true}))
+	late := h.consumeAt(7, request(t, "svc", spanSpec{trace: 1, span: 2, parent: 1, dur: time.Millisecond}))
+	h.barrier()
+	assert.Equal(t, int32(1), again.Load())
+	assert.Equal(t, int32(1), late.Load())
+	spans, _ := keptSpans(h.sink)
+	assert.Equal(t, []pcommon.SpanID{sid(2)}, spans[tid(1)], "only the span past the decision")
+	assert.Equal(t, []Decision{{TraceID: tid(1), Kept: true, Through: 7}}, log.got)
 }

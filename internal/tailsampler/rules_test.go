@@ -255,16 +255,16 @@ func TestDecisionCacheEvictsOldest(t *testing.T) {
 	c := newDecisionCache(2)
 	a, b, d := pcommon.TraceID{1}, pcommon.TraceID{2}, pcommon.TraceID{3}
 	at := time.Unix(1_700_000_000, 0)
-	c.put(a, true, at)
-	c.put(b, false, at)
-	c.put(b, true, at.Add(time.Second)) // an update takes no new slot
+	c.put(a, true, at, -1)
+	c.put(b, false, at, -1)
+	c.put(b, true, at.Add(time.Second), -1) // an update takes no new slot
 	got, ok := c.get(b)
 	assert.True(t, ok)
-	assert.Equal(t, decision{kept: true, at: at.Add(time.Second).UnixNano()}, got)
+	assert.Equal(t, decision{kept: true, at: at.Add(time.Second).UnixNano(), through: -1}, got)
 	_, ok = c.get(a)
 	assert.True(t, ok)
 
-	c.put(d, false, at)
+	c.put(d, false, at, -1)
 	_, ok = c.get(a)
 	assert.False(t, ok, "oldest decision forgotten")
 	_, ok = c.get(b)

@@ -103,6 +103,15 @@ func (c *traceChunk) merge(o *traceChunk) {
 	c.receipts = append(c.receipts, o.receipts...)
 }
 
+// through is the highest offset of c's receipts (-1 with none).
+func (c *traceChunk) through() int64 {
+	off := int64(-1)
+	for _, r := range c.receipts {
+		off = max(off, r.offset)
+	}
+	return off
+}
+
 // service is the service whose keep rules apply to the trace.
 func (c *traceChunk) service() string {
 	if c.rootName != "" {
@@ -279,9 +288,13 @@ func (s *shard) run(ctx context.Context, tick time.Duration) {
 				close(msg.discard)
 			case msg.done != nil:
 				for _, d := range msg.remember {
-					if _, buffered := s.traces[d.TraceID]; !buffered {
-						s.cache.put(d.TraceID, d.Kept, s.p.now())
+					if _, buffered := s.traces[d.TraceID]; buffered {
+						continue
 					}
+					if old, ok := s.cache.get(d.TraceID); ok && old.through > d.Through {
+						continue // this shard knows a later state of the trace
+					}
+					s.cache.put(d.TraceID, d.Kept, s.p.now(), d.Through)
 				}
 				close(msg.done)
 			default:
@@ -320,10 +333,20 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 			if d, decided := s.cache.get(c.id); decided {
 				lateBytes += c.bytes
 				s.p.tel.TracesiftSamplerSpanLatenessSeconds.Record(context.Background(), float64(now.UnixNano()-d.at)/1e9)
-				if d.kept {
+				switch through := c.through(); {
+				case c.receipts != nil && through <= d.through:
+					// Read again after a crash, and forwarded or dropped
+					// then with its trace: nothing to do twice.
+					s.release(c.frames)
+					out.settle = append(out.settle, c.receipts...)
+				case d.kept:
 					out.add(c)
 					lateKept += c.count
-				} else {
+					if c.receipts != nil {
+						s.cache.put(c.id, true, time.Unix(0, d.at), through)
+						out.decisions = append(out.decisions, Decision{TraceID: c.id, Kept: true, Through: through})
+					}
+				default:
 					s.release(c.frames)
 					out.settle = append(out.settle, c.receipts...)
 					lateDropped += c.count
@@ -529,7 +552,8 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 
 	reason := s.verdict(t)
 	kept := reason != ReasonNone
-	s.cache.put(t.id, kept, s.now)
+	through := t.through()
+	s.cache.put(t.id, kept, s.now, through)
 
 	s.tally.traces[reason.rank()]++
 	s.tally.early[why]++
@@ -541,7 +565,7 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 	}
 	s.tally.spans[reason.rank()] += t.count
 	if t.receipts != nil {
-		out.decisions = append(out.decisions, Decision{TraceID: t.id, Kept: kept})
+		out.decisions = append(out.decisions, Decision{TraceID: t.id, Kept: kept, Through: through})
 	}
 	if !kept {
 		s.release(t.frames)
@@ -707,6 +731,8 @@ type decisionCache struct {
 type decision struct {
 	kept bool
 	at   int64 // unix nanoseconds
+	// through is Decision.Through: -1 for traces that came without receipts.
+	through int64
 }
 
 func newDecisionCache(size int) decisionCache {
@@ -718,8 +744,8 @@ func (c *decisionCache) get(id pcommon.TraceID) (d decision, ok bool) {
 	return d, ok
 }
 
-func (c *decisionCache) put(id pcommon.TraceID, kept bool, at time.Time) {
-	d := decision{kept: kept, at: at.UnixNano()}
+func (c *decisionCache) put(id pcommon.TraceID, kept bool, at time.Time, through int64) {
+	d := decision{kept: kept, at: at.UnixNano(), through: through}
 	if _, ok := c.decisions[id]; ok {
 		c.decisions[id] = d
 		return

@@ -92,3 +92,62 @@ func TestRetriedInsertsAreIdempotent(t *testing.T) {
 	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+idb+".findings WHERE trace_id = {id:String}", tid))
 	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+idb+".trace_clock WHERE trace_id = {id:String}", tid))
 }
+
+// A kept trace handed on again inside another batch (a sampler read its
+// spans again after a crash, in distributed mode) makes new rows, which
+// every read returns once: the trace's spans, its findings and offsets, and
+// its summary in a search.
+func TestTraceStoredAgainInAnotherBatchIsReadOnce(t *testing.T) {
+	ctx := context.Background()
+	const idb = "ts_again"
+	require.NoError(t, conn.Exec(ctx, "DROP DATABASE IF EXISTS "+idb, nil))
+	require.NoError(t, store.ApplySchema(ctx, conn, idb))
+	w := store.NewWriter(conn, idb)
+	start := time.Now().Add(-time.Minute)
+	batch := func(ids ...byte) ptrace.Traces {
+		td := ptrace.NewTraces()
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", "shop")
+		spans := rs.ScopeSpans().AppendEmpty().Spans()
+		for _, id := range ids {
+			for i := byte(1); i <= 3; i++ {
+				s := spans.AppendEmpty()
+				s.SetTraceID(traceID(id))
+				s.SetSpanID(spanID(i))
+				if i > 1 {
+					s.SetParentSpanID(spanID(1))
+				}
+				s.SetName("GET /cart")
+				s.SetStartTimestamp(pcommon.NewTimestampFromTime(start))
+				s.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(time.Duration(10-i) * time.Millisecond)))
+			}
+		}
+		return td
+	}
+	findings := []model.Finding{{TraceID: traceID(0xb1).String(), TimeUnixNano: uint64(start.UnixNano()),
+		Kind: "slowest_hop", Service: "shop", Subject: "shop GET /cart", SpanIDs: []string{spanID(1).String()}, Value: 5}}
+	_, err := w.WriteTraces(ctx, batch(0xb1))
+	require.NoError(t, err)
+	require.NoError(t, w.WriteFindings(ctx, findings))
+	_, err = w.WriteTraces(ctx, batch(0xb1, 0xb2)) // another batch: other rows, other tokens
+	require.NoError(t, err)
+	require.NoError(t, w.WriteFindings(ctx, append(findings, model.Finding{TraceID: traceID(0xb2).String(),
+		TimeUnixNano: uint64(start.UnixNano()), Kind: "slowest_hop", Service: "shop", Subject: "shop GET /cart",
+		SpanIDs: []string{spanID(1).String()}, Value: 5})))
+	tid := store.Params{"id": traceID(0xb1).String()}
+	require.EqualValues(t, 6, count(t, "SELECT count() AS n FROM "+idb+".spans WHERE trace_id = {id:String}", tid),
+		"stored twice, as the test means")
+
+	r := store.NewReader(conn, idb, store.ReaderConfig{})
+	tr, err := r.GetTrace(ctx, traceID(0xb1).String())
+	require.NoError(t, err)
+	assert.Len(t, tr.Spans, 3)
+	assert.Len(t, tr.Findings, 1)
+	found, err := r.SearchTraces(ctx, store.TracesFilter{Service: "shop", Start: start.Add(-time.Hour).UnixNano(),
+		End: time.Now().UnixNano(), Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, found, 2)
+	for _, s := range found {
+		assert.EqualValues(t, 3, s.SpanCount, s.TraceID)
+	}
+}

@@ -4,10 +4,12 @@
 -- Rows with clock = 2 are the latest estimate, in the window, of each host
 -- pair among the trace's hosts ({hosts}, one a line) that was skewed
 -- (host and host_b, offset_ns): the reader keeps those the trace crosses.
+-- Findings and offsets are each read once: a trace read again after a
+-- sampler crash (distributed mode) may have them inserted twice, alike.
 SELECT clock, kind, span_ids, service, subject, value, summary, host, host_b, offset_ns, samples
 FROM
 (
-    SELECT 0 AS clock, toString(kind) AS kind, span_ids, toString(service) AS service,
+    SELECT DISTINCT 0 AS clock, toString(kind) AS kind, span_ids, toString(service) AS service,
         toString(subject) AS subject, value, summary, '' AS host, '' AS host_b, toInt64(0) AS offset_ns,
         toUInt32(0) AS samples
     FROM ${db}.findings
@@ -15,7 +17,7 @@ FROM
       AND timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})
       AND timestamp <= fromUnixTimestamp64Nano({to_ns:Int64})
     UNION ALL
-    SELECT 1, '', [], '', '', 0, '', toString(host), '', offset_ns, toUInt32(0)
+    SELECT DISTINCT 1, '', [], '', '', 0, '', toString(host), '', offset_ns, toUInt32(0)
     FROM ${db}.trace_clock
     WHERE trace_id = {trace_id:String}
       AND timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})

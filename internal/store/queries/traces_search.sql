@@ -48,24 +48,30 @@ FROM
             AND ({max_duration_ns:Int64} = 0 OR trace_summaries.duration_ns <= {max_duration_ns:Int64})
             AND ({errors_only:Int64} = 0 OR trace_summaries.error_count > 0)) AS passing_rows,
         sum(passing_rows) OVER () AS candidate_rows
-    FROM ${db}.trace_summaries
-    WHERE start >= fromUnixTimestamp64Nano({near_start_ns:Int64})
-      AND start <= fromUnixTimestamp64Nano({near_end_ns:Int64})
-      AND trace_id IN
+    FROM
     (
-        SELECT trace_id
+        -- Each distinct row once: a kept trace read again after a sampler
+        -- crash (distributed mode) may be inserted a second time, alike.
+        SELECT DISTINCT trace_id, start, duration_ns, root_service, root_name, span_count, error_count, services
         FROM ${db}.trace_summaries
-        WHERE start >= fromUnixTimestamp64Nano({start_ns:Int64})
-          AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
-          AND ({service:String} = '' OR has(services, {service:String}))
-          AND ({operation:String} = '' OR root_name = {operation:String})
-          AND (duration_ns >= {min_duration_ns:Int64} OR root_name = '')
-          AND ({max_duration_ns:Int64} = 0 OR duration_ns <= {max_duration_ns:Int64})
-          AND ({errors_only:Int64} = 0 OR error_count > 0)
-          ${attrs}
-        ORDER BY start DESC, trace_id DESC
-        LIMIT {candidates:Int64}
-    )
+        WHERE start >= fromUnixTimestamp64Nano({near_start_ns:Int64})
+          AND start <= fromUnixTimestamp64Nano({near_end_ns:Int64})
+          AND trace_id IN
+        (
+            SELECT trace_id
+            FROM ${db}.trace_summaries
+            WHERE start >= fromUnixTimestamp64Nano({start_ns:Int64})
+              AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
+              AND ({service:String} = '' OR has(services, {service:String}))
+              AND ({operation:String} = '' OR root_name = {operation:String})
+              AND (duration_ns >= {min_duration_ns:Int64} OR root_name = '')
+              AND ({max_duration_ns:Int64} = 0 OR duration_ns <= {max_duration_ns:Int64})
+              AND ({errors_only:Int64} = 0 OR error_count > 0)
+              ${attrs}
+            ORDER BY start DESC, trace_id DESC
+            LIMIT {candidates:Int64}
+        )
+    ) AS trace_summaries
     GROUP BY trace_id
 )
 WHERE start_ns >= {start_ns:Int64}
