@@ -33,6 +33,8 @@ type cluster struct {
 	partitions int
 	gateway    string // OTLP/HTTP endpoint
 	query      string // the ingester's query API
+	// samplerEnv is added to the samplers' environment.
+	samplerEnv []string
 }
 
 // proc is one role's process.
@@ -150,7 +152,7 @@ func (c *cluster) startRoles(samplers int) (gateway *proc, sampler []*proc, inge
 	c.query = fmt.Sprintf("127.0.0.1:%d", freePort(c.t))
 	ingester = c.start("ingester", "ingester", "TRACESIFT_QUERY_ENDPOINT="+c.query)
 	for i := range samplers {
-		sampler = append(sampler, c.start("sampler", fmt.Sprintf("sampler-%d", i+1)))
+		sampler = append(sampler, c.start("sampler", fmt.Sprintf("sampler-%d", i+1), c.samplerEnv...))
 	}
 	gateway = c.start("gateway", "gateway",
 		"TRACESIFT_OTLP_HTTP_ENDPOINT="+c.gateway,
@@ -211,6 +213,9 @@ func (c *cluster) sendTraces(first, n, batch int) []genTrace {
 			}
 			root := rootSpans.AppendEmpty()
 			span(root, tid, 1, 0, "GET /order", t0, dur)
+			if g.kind == errorTrace {
+				root.Status().SetCode(ptrace.StatusCodeError)
+			}
 			for k := uint64(2); k <= 3; k++ {
 				s := kidSpans.AppendEmpty()
 				span(s, tid, k, 1, "SELECT order", t0.Add(time.Millisecond), dur/2)
@@ -337,4 +342,90 @@ func TestKafkaEndToEnd(t *testing.T) {
 	c.startRoles(2)
 	traces := c.sendTraces(0, 200, 20)
 	c.checkKept(traces)
+}
+
+// sendLate sends a fourth span of each trace, a child of its root, in one
+// request per batch traces: after their decision, so late.
+func (c *cluster) sendLate(traces []genTrace, batch int) {
+	t0 := time.Now().Add(-time.Minute)
+	for b := 0; b < len(traces); b += batch {
+		td := ptrace.NewTraces()
+		spans := resourceSpans(td, "back")
+		for _, g := range traces[b:min(b+batch, len(traces))] {
+			span(spans.AppendEmpty(), g.id, 4, 1, "publish order", t0.Add(5*time.Millisecond), time.Millisecond)
+		}
+		c.post("/v1/traces", td)
+	}
+}
+
+// searchedSpans is what the ingester's search says of each trace of
+// service front in the last hour: its span count.
+func (c *cluster) searchedSpans() map[string]int {
+	var body struct {
+		Traces []struct {
+			TraceID   string `json:"traceId"`
+			SpanCount int    `json:"spanCount"`
+		} `json:"traces"`
+	}
+	require.Equal(c.t, http.StatusOK, getJSON(c.t, endpoints{query: c.query}, "/api/v1/traces?service=front&limit=1000", &body))
+	out := map[string]int{}
+	for _, tr := range body.Traces {
+		out[tr.TraceID] = tr.SpanCount
+	}
+	return out
+}
+
+// Test 2 of distributed mode: a sampler killed with SIGKILL while traces
+// stream in. With the shipped configuration (decision_wait 10 s, session
+// timeout 10 s) the other sampler takes its partitions over, and every error
+// and slow trace sent before the kill is stored whole within 45 s of it;
+// spans sent after the decisions follow them (kept traces get them, dropped
+// ones do not); nothing is stored twice.
+func TestKafkaSamplerKilled(t *testing.T) {
+	c := startCluster(t)
+	c.samplerEnv = []string{"TRACESIFT_DECISION_WAIT=10s"}
+	_, samplers, _ := c.startRoles(2)
+	traces := c.sendTraces(0, 100, 10)
+	samplers[0].kill()
+	killed := time.Now()
+	traces = append(traces, c.sendTraces(100, 100, 10)...)
+
+	// Every kept trace sent before the kill, whole, within 45 s of it.
+	deadline := killed.Add(45 * time.Second)
+	for _, g := range traces[:100] {
+		if g.kind == healthyTrace {
+			continue
+		}
+		for {
+			code, spans, _ := c.stored(g.id)
+			if code == http.StatusOK && spans == 3 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "trace %s (%d spans) not stored 45 s after the kill", g.id, spans)
+			time.Sleep(100 * time.Millisecond) // polling the API, not synchronising
+		}
+	}
+	t.Logf("every kept trace sent before the kill stored %v after it", time.Since(killed).Round(time.Second))
+	c.checkKept(traces)
+
+	// Late spans follow the decisions, whichever sampler took them.
+	c.sendLate(traces, 20)
+	for _, g := range traces {
+		if g.kind == healthyTrace {
+			continue
+		}
+		eventually(t, fmt.Sprintf("the late span of %s", g.id), func() bool {
+			code, spans, _ := c.stored(g.id)
+			return code == http.StatusOK && spans == 4
+		})
+	}
+	counts := c.searchedSpans()
+	for _, g := range traces {
+		if g.kind == healthyTrace {
+			code, _, _ := c.stored(g.id)
+			require.Equal(t, http.StatusNotFound, code, "healthy trace %s, and its late span, dropped", g.id)
+			continue
+		}
+		require.Equal(t, 4, counts[g.id.String()], "trace %s counted once in the search", g.id)
+	}
 }
