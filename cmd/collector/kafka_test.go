@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
+	kgo "github.com/segmentio/kafka-go"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -30,6 +32,7 @@ type cluster struct {
 	t          *testing.T
 	bin, repo  string
 	broker     *broker.Broker
+	brokerDir  string
 	partitions int
 	gateway    string // OTLP/HTTP endpoint
 	query      string // the ingester's query API
@@ -39,7 +42,11 @@ type cluster struct {
 
 // proc is one role's process.
 type proc struct {
+	c      *cluster
 	name   string
+	args   []string
+	env    []string
+	health string
 	cmd    *exec.Cmd
 	exited chan struct{}
 	log    string
@@ -55,13 +62,13 @@ func startCluster(t *testing.T) *cluster {
 	}
 	wd, err := os.Getwd()
 	require.NoError(t, err)
-	c := &cluster{t: t, repo: filepath.Join(wd, "..", ".."), partitions: 4}
+	c := &cluster{t: t, repo: filepath.Join(wd, "..", ".."), partitions: 4, brokerDir: filepath.Join(t.TempDir(), "kafka")}
 	c.bin = filepath.Join(t.TempDir(), "tracesift")
 	out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	c.broker, err = broker.Start(context.Background(), filepath.Join(t.TempDir(), "kafka"), "")
+	c.broker, err = broker.Start(context.Background(), c.brokerDir, "")
 	require.NoError(t, err)
-	t.Cleanup(c.broker.Stop)
+	t.Cleanup(func() { c.broker.Stop() })
 	return c
 }
 
@@ -71,25 +78,17 @@ func (c *cluster) start(role, name string, env ...string) *proc {
 	t := c.t
 	t.Helper()
 	dir := t.TempDir()
-	health := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	p := &proc{name: name, exited: make(chan struct{}), log: filepath.Join(dir, name+".log")}
-	logf, err := os.Create(p.log)
-	require.NoError(t, err)
-	p.cmd = exec.Command(c.bin, "--config", filepath.Join(c.repo, "deploy", "kafka", role+".yaml"))
-	p.cmd.Dir = c.repo // the engine is found in node_modules
-	p.cmd.Env = append(os.Environ(),
+	p := &proc{c: c, name: name, health: fmt.Sprintf("127.0.0.1:%d", freePort(t)), log: filepath.Join(dir, name+".log"),
+		args: []string{"--config", filepath.Join(c.repo, "deploy", "kafka", role+".yaml")}}
+	p.env = append(os.Environ(),
 		"TRACESIFT_KAFKA_BROKERS="+c.broker.Addr,
 		fmt.Sprintf("TRACESIFT_KAFKA_PARTITIONS=%d", c.partitions),
 		"TRACESIFT_DECISION_WAIT=1s",
 		"TRACESIFT_BASELINE_RATIO=0",
-		"TRACESIFT_HEALTH_ENDPOINT="+health,
+		"TRACESIFT_HEALTH_ENDPOINT="+p.health,
 		fmt.Sprintf("TRACESIFT_METRICS_PORT=%d", freePort(t)),
 		"TRACESIFT_DATA_DIR="+filepath.Join(dir, "data"))
-	p.cmd.Env = append(p.cmd.Env, env...)
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	require.NoError(t, p.cmd.Start())
-	go func() { _ = p.cmd.Wait(); logf.Close(); close(p.exited) }()
+	p.env = append(p.env, env...)
 	t.Cleanup(func() {
 		p.stop()
 		if t.Failed() {
@@ -97,16 +96,35 @@ func (c *cluster) start(role, name string, env ...string) *proc {
 			t.Logf("--- %s's log ---\n%s", name, tail(out, 40))
 		}
 	})
-	eventually(t, name+"'s health check", func() bool {
+	p.launch()
+	return p
+}
+
+// launch starts the process (again, after a kill: with the same data and
+// ports) and waits until its health check answers.
+func (p *proc) launch() {
+	t := p.c.t
+	t.Helper()
+	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	require.NoError(t, err)
+	p.exited = make(chan struct{})
+	p.cmd = exec.Command(p.c.bin, p.args...)
+	p.cmd.Dir = p.c.repo // the engine is found in node_modules
+	p.cmd.Env = p.env
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, p.cmd.Start())
+	exited := p.exited
+	go func() { _ = p.cmd.Wait(); logf.Close(); close(exited) }()
+	eventually(t, p.name+"'s health check", func() bool {
 		select {
-		case <-p.exited:
+		case <-exited:
 			out, _ := os.ReadFile(p.log)
-			t.Fatalf("%s exited:\n%s", name, tail(out, 40))
+			t.Fatalf("%s exited:\n%s", p.name, tail(out, 40))
 		default:
 		}
-		return answersOK("http://" + health + "/")
+		return answersOK("http://" + p.health + "/")
 	})
-	return p
 }
 
 // stop ends the process with SIGTERM (its clean shutdown).
@@ -185,59 +203,85 @@ func kindOf(i int) int {
 	return healthyTrace
 }
 
-// sendTraces sends traces first..first+n-1 over OTLP/HTTP, batch at a time,
-// each trace's children before its root, and an ERROR log line of each
-// failing trace's child; it returns them.
+// sendTraces sends traces first..first+n-1 over OTLP/HTTP, batch at a time
+// (makeBatch), and returns them.
 func (c *cluster) sendTraces(first, n, batch int) []genTrace {
-	t := c.t
-	t.Helper()
+	c.t.Helper()
 	var out []genTrace
-	t0 := time.Now().Add(-time.Minute)
 	for b := first; b < first+n; b += batch {
-		roots, kids := ptrace.NewTraces(), ptrace.NewTraces()
-		logs := plog.NewLogs()
-		rootSpans := resourceSpans(roots, "front")
-		kidSpans := resourceSpans(kids, "back")
-		lr := logs.ResourceLogs().AppendEmpty()
-		lr.Resource().Attributes().PutStr("service.name", "back")
-		records := lr.ScopeLogs().AppendEmpty().LogRecords()
-		for i := b; i < min(b+batch, first+n); i++ {
-			var tid pcommon.TraceID
-			binary.BigEndian.PutUint64(tid[:8], 0xfeed)
-			binary.BigEndian.PutUint64(tid[8:], uint64(i+1))
-			g := genTrace{id: tid, kind: kindOf(i)}
-			out = append(out, g)
-			dur := 20 * time.Millisecond
-			if g.kind == slowTrace {
-				dur = 2 * time.Second
-			}
-			root := rootSpans.AppendEmpty()
-			span(root, tid, 1, 0, "GET /order", t0, dur)
-			if g.kind == errorTrace {
-				root.Status().SetCode(ptrace.StatusCodeError)
-			}
-			for k := uint64(2); k <= 3; k++ {
-				s := kidSpans.AppendEmpty()
-				span(s, tid, k, 1, "SELECT order", t0.Add(time.Millisecond), dur/2)
-				if g.kind == errorTrace && k == 3 {
-					s.Status().SetCode(ptrace.StatusCodeError)
-					l := records.AppendEmpty()
-					l.SetTraceID(tid)
-					l.SetSpanID(s.SpanID())
-					l.SetTimestamp(pcommon.NewTimestampFromTime(t0.Add(2 * time.Millisecond)))
-					l.SetSeverityText("ERROR")
-					l.SetSeverityNumber(plog.SeverityNumberError)
-					l.Body().SetStr("deadlock detected")
-				}
-			}
+		gs, reqs := makeBatch(b, min(batch, first+n-b))
+		for _, r := range reqs {
+			require.NoError(c.t, c.send(r, nil))
 		}
-		c.post("/v1/traces", kids)
-		c.post("/v1/traces", roots)
-		if records.Len() > 0 {
-			c.post("/v1/logs", logs)
-		}
+		out = append(out, gs...)
 	}
 	return out
+}
+
+// otlpRequest is one OTLP/HTTP request: its path and protobuf body.
+type otlpRequest struct {
+	path string
+	body []byte
+}
+
+// makeBatch makes traces first..first+n-1 and their requests: the children
+// first, then the roots, then an ERROR log line of each failing trace's
+// failing child.
+func makeBatch(first, n int) ([]genTrace, []otlpRequest) {
+	var out []genTrace
+	t0 := time.Now().Add(-time.Minute)
+	roots, kids := ptrace.NewTraces(), ptrace.NewTraces()
+	logs := plog.NewLogs()
+	rootSpans := resourceSpans(roots, "front")
+	kidSpans := resourceSpans(kids, "back")
+	lr := logs.ResourceLogs().AppendEmpty()
+	lr.Resource().Attributes().PutStr("service.name", "back")
+	records := lr.ScopeLogs().AppendEmpty().LogRecords()
+	for i := first; i < first+n; i++ {
+		var tid pcommon.TraceID
+		binary.BigEndian.PutUint64(tid[:8], 0xfeed)
+		binary.BigEndian.PutUint64(tid[8:], uint64(i+1))
+		g := genTrace{id: tid, kind: kindOf(i)}
+		out = append(out, g)
+		dur := 20 * time.Millisecond
+		if g.kind == slowTrace {
+			dur = 2 * time.Second
+		}
+		// The root is healthy whatever the trace: a trace split between
+		// two decisions would lose it.
+		span(rootSpans.AppendEmpty(), tid, 1, 0, "GET /order", t0, dur)
+		for k := uint64(2); k <= 3; k++ {
+			s := kidSpans.AppendEmpty()
+			span(s, tid, k, 1, "SELECT order", t0.Add(time.Millisecond), dur/2)
+			if g.kind == errorTrace && k == 3 {
+				s.Status().SetCode(ptrace.StatusCodeError)
+				l := records.AppendEmpty()
+				l.SetTraceID(tid)
+				l.SetSpanID(s.SpanID())
+				l.SetTimestamp(pcommon.NewTimestampFromTime(t0.Add(2 * time.Millisecond)))
+				l.SetSeverityText("ERROR")
+				l.SetSeverityNumber(plog.SeverityNumberError)
+				l.Body().SetStr("deadlock detected")
+			}
+		}
+	}
+	reqs := []otlpRequest{tracesRequest(kids), tracesRequest(roots)}
+	if records.Len() > 0 {
+		body, err := (&plog.ProtoMarshaler{}).MarshalLogs(logs)
+		if err != nil {
+			panic(err)
+		}
+		reqs = append(reqs, otlpRequest{"/v1/logs", body})
+	}
+	return out, reqs
+}
+
+func tracesRequest(td ptrace.Traces) otlpRequest {
+	body, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
+	if err != nil {
+		panic(err)
+	}
+	return otlpRequest{"/v1/traces", body}
 }
 
 func resourceSpans(td ptrace.Traces, service string) ptrace.SpanSlice {
@@ -262,33 +306,88 @@ func span(s ptrace.Span, tid pcommon.TraceID, id, parent uint64, name string, st
 	s.SetEndTimestamp(pcommon.NewTimestampFromTime(start.Add(dur)))
 }
 
-// post sends td or ld over OTLP/HTTP, retrying as an exporter does while the
-// gateway answers 503 (Kafka not there), and fails the test on anything
-// else.
-func (c *cluster) post(path string, v any) {
-	t := c.t
-	t.Helper()
-	var body []byte
-	var err error
-	switch v := v.(type) {
-	case ptrace.Traces:
-		body, err = (&ptrace.ProtoMarshaler{}).MarshalTraces(v)
-	case plog.Logs:
-		body, err = (&plog.ProtoMarshaler{}).MarshalLogs(v)
+// send posts r to the gateway as an OTLP exporter does: while the gateway
+// answers 503 or 429 (Kafka is not taking spans) or cannot be reached, it
+// tries again, counting the refusals in pushedBack (when not nil), for up
+// to two minutes; any other answer than 200 is an error.
+func (c *cluster) send(r otlpRequest, pushedBack *atomic.Int64) error {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		resp, err := http.Post("http://"+c.gateway+r.path, "application/x-protobuf", bytes.NewReader(r.body))
+		if err == nil {
+			resp.Body.Close()
+			switch resp.StatusCode {
+			case http.StatusOK:
+				return nil
+			case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+				if pushedBack != nil {
+					pushedBack.Add(1)
+				}
+			default:
+				return fmt.Errorf("%s: %s", r.path, resp.Status)
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: the gateway did not take the request in 2 minutes (%v)", r.path, err)
+		}
+		time.Sleep(100 * time.Millisecond) // an exporter's retry backoff
 	}
-	require.NoError(t, err)
-	eventually(t, "the gateway to take "+path, func() bool {
-		resp, err := http.Post("http://"+c.gateway+path, "application/x-protobuf", bytes.NewReader(body))
-		if err != nil {
-			return false
+}
+
+// streamer sends batch after batch of traces, as a load, until finished.
+type streamer struct {
+	c          *cluster
+	pushedBack atomic.Int64
+	acked      atomic.Int64 // traces the gateway took
+	stop, done chan struct{}
+	traces     []genTrace // acknowledged by the gateway
+	err        error
+}
+
+// stream starts sending traces from first on, batch traces every 50 ms.
+func (c *cluster) stream(first, batch int) *streamer {
+	s := &streamer{c: c, stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		tick := time.NewTicker(50 * time.Millisecond) // the load's pace
+		defer tick.Stop()
+		for next := first; ; next += batch {
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+			}
+			gs, reqs := makeBatch(next, batch)
+			for _, r := range reqs {
+				if s.err = c.send(r, &s.pushedBack); s.err != nil {
+					return
+				}
+			}
+			s.traces = append(s.traces, gs...)
+			s.acked.Add(int64(len(gs)))
 		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusTooManyRequests {
-			return false
+	}()
+	return s
+}
+
+// waitSent waits until the gateway has acknowledged n traces in all.
+func (s *streamer) waitSent(n int) {
+	eventually(s.c.t, fmt.Sprintf("%d traces sent", n), func() bool {
+		select {
+		case <-s.done:
+			require.NoError(s.c.t, s.err)
+		default:
 		}
-		require.Equal(t, http.StatusOK, resp.StatusCode, path)
-		return true
+		return s.acked.Load() >= int64(n)
 	})
+}
+
+// finish stops the load and returns every trace the gateway acknowledged.
+func (s *streamer) finish() []genTrace {
+	close(s.stop)
+	<-s.done
+	require.NoError(s.c.t, s.err)
+	return s.traces
 }
 
 // stored reads a trace from the ingester's API: its span count and log
@@ -354,7 +453,7 @@ func (c *cluster) sendLate(traces []genTrace, batch int) {
 		for _, g := range traces[b:min(b+batch, len(traces))] {
 			span(spans.AppendEmpty(), g.id, 4, 1, "publish order", t0.Add(5*time.Millisecond), time.Millisecond)
 		}
-		c.post("/v1/traces", td)
+		require.NoError(c.t, c.send(tracesRequest(td), nil))
 	}
 }
 
@@ -428,4 +527,86 @@ func TestKafkaSamplerKilled(t *testing.T) {
 		}
 		require.Equal(t, 4, counts[g.id.String()], "trace %s counted once in the search", g.id)
 	}
+}
+
+// singleDecisions checks, in the decisions topic, that no trace was decided
+// both ways: no trace was split between two decisions.
+func (c *cluster) singleDecisions() {
+	t := c.t
+	t.Helper()
+	kept := map[string]map[bool]bool{}
+	for p := range c.partitions {
+		r := kgo.NewReader(kgo.ReaderConfig{Brokers: []string{c.broker.Addr}, Topic: "tracesift-decisions", Partition: p})
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		last, err := r.ReadLag(ctx)
+		require.NoError(t, err)
+		for n := int64(0); n < last; n++ {
+			m, err := r.ReadMessage(ctx)
+			require.NoError(t, err)
+			id := fmt.Sprintf("%x", m.Key)
+			if kept[id] == nil {
+				kept[id] = map[bool]bool{}
+			}
+			kept[id][m.Value[0] == 1] = true
+		}
+		cancel()
+		r.Close()
+	}
+	require.NotEmpty(t, kept)
+	for id, ways := range kept {
+		require.Len(t, ways, 1, "trace %s decided both ways", id)
+	}
+}
+
+// Test 3 of distributed mode: samplers rescaled 2 → 3 → 1 while traces
+// stream in (the two leaving with SIGTERM): every error and slow trace is
+// stored whole, and no trace is decided both ways.
+func TestKafkaRescale(t *testing.T) {
+	c := startCluster(t)
+	_, samplers, _ := c.startRoles(2)
+	load := c.stream(0, 10)
+	load.waitSent(200)
+	samplers = append(samplers, c.start("sampler", "sampler-3", c.samplerEnv...))
+	load.waitSent(400)
+	samplers[0].stop()
+	samplers[1].stop()
+	load.waitSent(600)
+	traces := load.finish()
+	c.checkKept(traces)
+	c.singleDecisions()
+}
+
+// Test 4 of distributed mode: the broker killed and restarted while traces
+// stream in. The gateway pushes back meanwhile (503, which the sender
+// retries), and every trace it acknowledged is decided: no error or slow
+// trace is lost.
+func TestKafkaBrokerRestart(t *testing.T) {
+	c := startCluster(t)
+	c.startRoles(2)
+	load := c.stream(0, 10)
+	load.waitSent(200)
+	addr := c.broker.Addr
+	c.broker.Kill()
+	eventually(t, "the gateway to push back", func() bool { return load.pushedBack.Load() > 0 })
+	var err error
+	c.broker, err = broker.Start(context.Background(), c.brokerDir, addr)
+	require.NoError(t, err)
+	load.waitSent(int(load.acked.Load()) + 200)
+	traces := load.finish()
+	t.Logf("%d requests refused while the broker was down; %d traces acknowledged", load.pushedBack.Load(), len(traces))
+	c.checkKept(traces)
+}
+
+// Test 5 of distributed mode: the ingester killed with SIGKILL while traces
+// stream in, and started again on its data: nothing is lost.
+func TestKafkaIngesterKilled(t *testing.T) {
+	c := startCluster(t)
+	_, _, ingester := c.startRoles(2)
+	load := c.stream(0, 10)
+	load.waitSent(200)
+	ingester.kill()
+	load.waitSent(400)
+	ingester.launch()
+	traces := load.finish()
+	c.checkKept(traces)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"time"
 
 	kgo "github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -34,7 +35,22 @@ func (l *DecisionLog) Record(ctx context.Context, ds []tailsampler.Decision) err
 		binary.BigEndian.PutUint64(v[1:], uint64(d.Through))
 		msgs[i] = kgo.Message{Key: d.TraceID[:], Value: v}
 	}
-	return l.w.WriteMessages(ctx, msgs...)
+	// Until Kafka takes them (or the sampler stops): the shard waits, and so
+	// pushes back, rather than leave its messages unsettled until the next
+	// rebalance.
+	wait := 100 * time.Millisecond
+	for {
+		err := l.w.WriteMessages(ctx, msgs...)
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // Close closes the writer.

@@ -8,8 +8,6 @@ package kafkaexporter
 //go:generate mdatagen metadata.yaml
 
 import (
-	"time"
-
 	"context"
 
 	"go.opentelemetry.io/collector/component"
@@ -31,8 +29,10 @@ type Config struct {
 	// received is durable.
 	QueueConfig configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
 	// BackOffConfig retries failed writes (retry_on_failure); default on,
-	// for at most 30 s, after which the error reaches the sender (a client
-	// retries; a sampler reads the spans again after a restart).
+	// without a time limit: a sampler waits for the broker, pushing back on
+	// its partitions, rather than leave what it kept unwritten until its
+	// next rebalance. A gateway turns it off, so that a client is told 503
+	// at once (deploy/kafka/gateway.yaml).
 	BackOffConfig configretry.BackOffConfig `mapstructure:"retry_on_failure"`
 }
 
@@ -41,7 +41,7 @@ func (c *Config) Validate() error { return c.Kafka.Validate() }
 
 func createDefaultConfig() component.Config {
 	retry := configretry.NewDefaultBackOffConfig()
-	retry.MaxElapsedTime = 30 * time.Second
+	retry.MaxElapsedTime = 0
 	return &Config{Kafka: kafka.DefaultConfig(), BackOffConfig: retry}
 }
 
