@@ -58,6 +58,9 @@ func (c *SamplerConsumer) Run(ctx context.Context) error {
 		HeartbeatInterval: c.group.SessionTimeout / 10,
 		StartOffset:       kgo.FirstOffset,
 		Timeout:           c.cfg.WriteTimeout,
+		// kafka-go waits 5 s after a failed join by default: a sampler
+		// started with its broker would idle that long.
+		JoinGroupBackoff: time.Second,
 	})
 	if err != nil {
 		return err
