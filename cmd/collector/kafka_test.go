@@ -17,6 +17,7 @@ import (
 	"time"
 
 	kgo "github.com/segmentio/kafka-go"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -46,10 +47,11 @@ type cluster struct {
 // proc is one role's process.
 type proc struct {
 	c      *cluster
-	name   string
-	args   []string
-	env    []string
-	health string
+	name    string
+	args    []string
+	env     []string
+	health  string
+	metrics string // the self-metrics port
 	cmd    *exec.Cmd
 	exited chan struct{}
 	log    string
@@ -82,14 +84,16 @@ func (c *cluster) start(role, name string, env ...string) *proc {
 	t.Helper()
 	dir := t.TempDir()
 	p := &proc{c: c, name: name, health: fmt.Sprintf("127.0.0.1:%d", freePort(t)), log: filepath.Join(dir, name+".log"),
-		args: []string{"--config", filepath.Join(c.repo, "deploy", "kafka", role+".yaml")}}
+		args:    []string{"--config", filepath.Join(c.repo, "deploy", "kafka", role+".yaml")},
+		metrics: fmt.Sprint(freePort(t))}
 	p.env = append(os.Environ(),
 		"TRACESIFT_KAFKA_BROKERS="+c.broker.Addr,
 		fmt.Sprintf("TRACESIFT_KAFKA_PARTITIONS=%d", c.partitions),
 		"TRACESIFT_DECISION_WAIT=1s",
 		"TRACESIFT_BASELINE_RATIO=0",
 		"TRACESIFT_HEALTH_ENDPOINT="+p.health,
-		fmt.Sprintf("TRACESIFT_METRICS_PORT=%d", freePort(t)),
+		"TRACESIFT_METRICS_HOST=127.0.0.1",
+		"TRACESIFT_METRICS_PORT="+p.metrics,
 		"TRACESIFT_DATA_DIR="+filepath.Join(dir, "data"))
 	p.env = append(p.env, env...)
 	t.Cleanup(func() {
@@ -441,9 +445,25 @@ func (c *cluster) checkKept(traces []genTrace) {
 // no healthy one.
 func TestKafkaEndToEnd(t *testing.T) {
 	c := startCluster(t)
-	c.startRoles(2)
+	gateway, samplers, _ := c.startRoles(2)
+	// Bad input first: a span without ids at the gateway, a message that is
+	// not OTLP in the spans topic. Each is counted and logged, and loses
+	// nothing else.
+	bad := ptrace.NewTraces()
+	span(resourceSpans(bad, "front").AppendEmpty(), pcommon.TraceID{}, 1, 0, "no ids", time.Now(), time.Millisecond)
+	require.NoError(t, c.send(tracesRequest(bad), nil))
+	w := &kgo.Writer{Addr: kgo.TCP(c.broker.Addr), Topic: "tracesift-spans", RequiredAcks: kgo.RequireAll}
+	require.NoError(t, w.WriteMessages(context.Background(), kgo.Message{Key: []byte("garbage"), Value: []byte{0xff, 0xff, 0xff}}))
+	require.NoError(t, w.Close())
+
 	traces := c.sendTraces(0, 200, 20)
 	c.checkKept(traces)
+	assert.Equal(t, 1.0, metric(t, endpoints{metrics: gateway.metrics}, "otelcol_tracesift_receiver_spans_invalid"))
+	skipped := 0.0
+	for _, s := range samplers {
+		skipped += metric(t, endpoints{metrics: s.metrics}, "otelcol_tracesift_kafka_messages_skipped", `topic="tracesift-spans"`)
+	}
+	assert.Equal(t, 1.0, skipped, "the message that is not OTLP, by whichever sampler read it")
 }
 
 // sendLate sends a fourth span of each trace, a child of its root, in one

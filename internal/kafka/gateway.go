@@ -36,13 +36,15 @@ type SpanProducer struct {
 	pool   sync.Pool // *split
 
 	invalidLogged atomic.Bool
-	// Invalid counts spans without a trace or span id, which are dropped.
-	Invalid atomic.Int64
+	// invalid counts spans without a trace or span id, which are dropped.
+	invalid func(ctx context.Context, n int)
 }
 
-// NewSpanProducer returns a producer to cfg's spans topic.
-func NewSpanProducer(cfg Config, logger *zap.Logger) *SpanProducer {
-	return &SpanProducer{cfg: cfg, logger: logger, pool: sync.Pool{New: func() any { return &split{index: map[[16]byte]int{}} }}}
+// NewSpanProducer returns a producer to cfg's spans topic; invalid counts
+// the spans it drops for an empty trace or span id.
+func NewSpanProducer(cfg Config, logger *zap.Logger, invalid func(ctx context.Context, n int)) *SpanProducer {
+	return &SpanProducer{cfg: cfg, logger: logger, invalid: invalid,
+		pool: sync.Pool{New: func() any { return &split{index: map[[16]byte]int{}} }}}
 }
 
 // Start creates the topics if asked to and opens the writer.
@@ -104,9 +106,10 @@ func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 		sp.traces[at] = append(sp.traces[at], *s)
 	}
 	if invalid > 0 {
-		p.Invalid.Add(int64(invalid))
+		p.invalid(ctx, invalid)
 		if p.invalidLogged.CompareAndSwap(false, true) {
-			p.logger.Warn("Skipping spans with an empty trace id or span id: they cannot be assigned to a trace "+
+			p.logger.Warn("Skipping spans with an empty trace id or span id: they cannot be assigned to a trace. "+
+				"Fix the instrumentation that sends them; they are counted in otelcol_tracesift_receiver_spans_invalid "+
 				"(this message is logged once).", zap.Int("invalid_spans_in_request", invalid))
 		}
 	}

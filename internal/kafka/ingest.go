@@ -38,6 +38,8 @@ type Ingester struct {
 	consume func(b []byte) (int, error)
 	flush   func(ctx context.Context) error
 	reset   func()
+	// Skipped counts the messages skipped as not OTLP; nil: not counted.
+	Skipped func(ctx context.Context, topic string)
 }
 
 // NewTracesIngester reads cfg's kept topic into next.
@@ -109,6 +111,9 @@ func (in *Ingester) Run(ctx context.Context) error {
 			if err != nil {
 				in.logger.Error("Skipping a message that is not OTLP", zap.String("topic", in.topic),
 					zap.Int("partition", m.Partition), zap.Int64("offset", m.Offset), zap.Error(err))
+				if in.Skipped != nil {
+					in.Skipped(ctx, in.topic)
+				}
 			}
 			msgs = append(msgs, m)
 			items += n

@@ -40,6 +40,8 @@ type SamplerConsumer struct {
 	logger  *zap.Logger
 	// remember is how many recent decisions a partition's new owner loads.
 	remember int
+	// Skipped counts the messages skipped as not OTLP; nil: not counted.
+	Skipped func(ctx context.Context, topic string)
 }
 
 // NewSamplerConsumer returns a consumer feeding s.
@@ -134,6 +136,9 @@ func (c *SamplerConsumer) readPartition(ctx context.Context, partition int, offs
 			if errors.Is(err, otlpwire.ErrMalformed) {
 				c.logger.Error("Skipping a malformed message in the spans topic", zap.Int("partition", partition),
 					zap.Int64("offset", off), zap.Error(err))
+				if c.Skipped != nil {
+					c.Skipped(ctx, c.cfg.Topics.Spans)
+				}
 				o.done(off)
 				break
 			}

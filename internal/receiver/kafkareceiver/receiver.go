@@ -22,6 +22,8 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
 	"github.com/tracesift/tracesift/internal/kafka"
@@ -124,11 +126,27 @@ func (r *runner) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// skipped counts skipped messages in the receiver's self-metric.
+func skipped(set receiver.Settings) (func(ctx context.Context, topic string), func(), error) {
+	tel, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, topic string) {
+		tel.TracesiftKafkaMessagesSkipped.Add(ctx, 1, metric.WithAttributes(attribute.String("topic", topic)))
+	}, tel.Shutdown, nil
+}
+
 func createTraces(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Traces) (receiver.Traces, error) {
 	c := cfg.(*Config)
+	count, done, err := skipped(set)
+	if err != nil {
+		return nil, err
+	}
 	if c.Role == RoleIngester {
 		in := kafka.NewTracesIngester(c.Kafka, c.groupOr("tracesift-ingest-traces"), c.Ingest, next, set.Logger)
-		return &runner{logger: set.Logger, run: in.Run}, nil
+		in.Skipped = count
+		return &runner{logger: set.Logger, run: in.Run, stop: func(context.Context) error { done(); return nil }}, nil
 	}
 	log := kafka.NewDecisionLog(&c.Kafka)
 	s, err := tailsampler.NewReceipted(processor.Settings{ID: set.ID, TelemetrySettings: set.TelemetrySettings,
@@ -137,6 +155,7 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 		return nil, err
 	}
 	sc := kafka.NewSamplerConsumer(c.Kafka, c.groupOr("tracesift-samplers"), s, c.Sampler.DecisionCacheSize, set.Logger)
+	sc.Skipped = count
 	return &runner{logger: set.Logger, run: sc.Run,
 		start: func(ctx context.Context, host component.Host) error {
 			if c.Kafka.CreateTopics {
@@ -151,6 +170,7 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 		// a trace whose error span is yet to be read.
 		stop: func(ctx context.Context) error {
 			derr := s.Discard(ctx)
+			done()
 			return errors.Join(derr, s.Shutdown(ctx), log.Close())
 		}}, nil
 }
@@ -160,8 +180,13 @@ func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, 
 	if c.Role != RoleIngester {
 		return nil, fmt.Errorf("%s: logs are read by the %s role only", set.ID, RoleIngester)
 	}
+	count, done, err := skipped(set)
+	if err != nil {
+		return nil, err
+	}
 	in := kafka.NewLogsIngester(c.Kafka, c.groupOr("tracesift-ingest-logs"), c.Ingest, next, set.Logger)
-	return &runner{logger: set.Logger, run: in.Run}, nil
+	in.Skipped = count
+	return &runner{logger: set.Logger, run: in.Run, stop: func(context.Context) error { done(); return nil }}, nil
 }
 
 // groupOr is the configured group, or def.

@@ -112,7 +112,9 @@ func (f *factory) createTraces(ctx context.Context, set receiver.Settings, cfg c
 	}
 	var s TraceSampler
 	if r.cfg.Kafka.HasValue() {
-		s = kafka.NewSpanProducer(*r.cfg.Kafka.Get(), set.Logger)
+		s = kafka.NewSpanProducer(*r.cfg.Kafka.Get(), set.Logger, func(ctx context.Context, n int) {
+			r.tel.TracesiftReceiverSpansInvalid.Add(ctx, int64(n))
+		})
 	} else {
 		s, err = f.newSampler(ctx, set, &r.cfg.Sampler, next)
 	}

@@ -23,11 +23,12 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                     metric.Meter
-	mu                        sync.Mutex
-	registrations             []metric.Registration
-	TracesiftReceiverBytes    metric.Int64Counter
-	TracesiftReceiverRequests metric.Int64Counter
+	meter                         metric.Meter
+	mu                            sync.Mutex
+	registrations                 []metric.Registration
+	TracesiftReceiverBytes        metric.Int64Counter
+	TracesiftReceiverRequests     metric.Int64Counter
+	TracesiftReceiverSpansInvalid metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -69,6 +70,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_tracesift_receiver_requests",
 		metric.WithDescription("OTLP export requests received, by signal (traces|logs), transport (grpc|http) and outcome: ok; malformed (not valid OTLP, too large, wrong method or media type: never retried); refused (ResourceExhausted / 429: the client retries later); error (any other failure, e.g. 503). [Development]"),
 		metric.WithUnit("{request}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.TracesiftReceiverSpansInvalid, err = builder.meter.Int64Counter(
+		"otelcol_tracesift_receiver_spans_invalid",
+		metric.WithDescription("Spans a gateway (distributed mode: `kafka` set) did not pass on because their trace or span id is empty: they cannot be assigned to a trace. [Development]"),
+		metric.WithUnit("{span}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

@@ -52,3 +52,19 @@ func AssertEqualTracesiftReceiverRequests(t *testing.T, tt *componenttest.Teleme
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualTracesiftReceiverSpansInvalid(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_tracesift_receiver_spans_invalid",
+		Description: "Spans a gateway (distributed mode: `kafka` set) did not pass on because their trace or span id is empty: they cannot be assigned to a trace. [Development]",
+		Unit:        "{span}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_tracesift_receiver_spans_invalid")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}

@@ -21,10 +21,14 @@ func TestSetupTelemetry(t *testing.T) {
 	defer tb.Shutdown()
 	tb.TracesiftReceiverBytes.Add(context.Background(), 1)
 	tb.TracesiftReceiverRequests.Add(context.Background(), 1)
+	tb.TracesiftReceiverSpansInvalid.Add(context.Background(), 1)
 	AssertEqualTracesiftReceiverBytes(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualTracesiftReceiverRequests(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualTracesiftReceiverSpansInvalid(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 
