@@ -46,15 +46,15 @@ type cluster struct {
 
 // proc is one role's process.
 type proc struct {
-	c      *cluster
+	c       *cluster
 	name    string
 	args    []string
 	env     []string
 	health  string
 	metrics string // the self-metrics port
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	log     string
 }
 
 func startCluster(t *testing.T) *cluster {
