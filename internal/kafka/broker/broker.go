@@ -118,9 +118,7 @@ func Start(ctx context.Context, dir, addr string) (*Broker, error) {
 		return cmd
 	}
 	if _, err := os.Stat(filepath.Join(data, "meta.properties")); err != nil {
-		id := make([]byte, 16)
-		_, _ = rand.Read(id)
-		out, err := java("kafka.tools.StorageTool", "format", "-t", base64.RawURLEncoding.EncodeToString(id), "-c", props).CombinedOutput()
+		out, err := java("kafka.tools.StorageTool", "format", "-t", clusterID(), "-c", props).CombinedOutput()
 		if err != nil {
 			return nil, fmt.Errorf("formatting the broker's storage: %w\n%s", err, lastLines(out))
 		}
@@ -203,8 +201,23 @@ func (b *Broker) Stop() {
 	})
 }
 
+// PID is the broker JVM's process id.
+func (b *Broker) PID() int { return b.cmd.Process.Pid }
+
 // Done is closed when the broker process has ended.
 func (b *Broker) Done() <-chan struct{} { return b.done }
+
+// clusterID is a random cluster id as Kafka writes them (16 bytes, base64
+// URL-safe), never starting with '-', which the tool would read as an option.
+func clusterID() string {
+	for {
+		id := make([]byte, 16)
+		_, _ = rand.Read(id)
+		if s := base64.RawURLEncoding.EncodeToString(id); s[0] != '-' {
+			return s
+		}
+	}
+}
 
 func freePort() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -53,3 +53,11 @@ func TestBroker(t *testing.T) {
 	}
 	require.Equal(t, 1, got, "the message survived the kill")
 }
+
+// A cluster id never starts with '-': the storage tool would take it for an
+// option (a broker failed to format once in 64 that way).
+func TestClusterIDIsNeverAnOption(t *testing.T) {
+	for range 2000 {
+		require.NotEqual(t, byte('-'), clusterID()[0])
+	}
+}
