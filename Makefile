@@ -11,7 +11,7 @@ export TRACESIFT_KAFKA_LIBS := $(KAFKA_LIBS)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build browser kafka-broker run-kafka bench-ui generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build browser kafka-broker run-kafka bench-kafka bench-ui generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
 
 all: build
 
@@ -148,6 +148,14 @@ bench-ui: deps browser
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkWebUITrace10k$$' -benchtime 5x -count 5 -timeout 30m ./cmd/collector/ \
 		| tee $(BENCH_OUT)/ui.txt
+
+## bench-kafka: distributed mode (gateway, two samplers, ingester) against the Collector's own Kafka path (kafka
+## exporter by trace id → two kafka receivers → tail_sampling), each on a broker of its own, at the same offered rate
+## (TRACESIFT_BENCH_RATE, default 30000 spans/s): spans per CPU-second, then error-trace recall with a consumer killed
+bench-kafka: deps kafka-broker
+	@mkdir -p $(BENCH_OUT)
+	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkKafkaVsReference$$' -benchtime $${TRACESIFT_BENCH_RUNS:-5}x \
+		-timeout 90m ./bench/ | tee $(BENCH_OUT)/kafka.txt
 
 ## bench-compare: only the comparison with the Collector's tail_sampling (about 2 minutes per run)
 bench-compare: deps

@@ -143,8 +143,8 @@ func buildBinary(b *testing.B, system string) string {
 		b.Fatal(err)
 	}
 	dir, pkg := root, "./cmd/collector"
-	if system == "reference" {
-		dir, pkg = filepath.Join(root, "bench", "reference"), "."
+	if system == "reference" || system == "reference-kafka" {
+		dir, pkg = filepath.Join(root, "bench", system), "."
 	}
 	bin := filepath.Join(binaries.dir, system)
 	cmd := exec.Command("go", "build", "-o", bin, pkg)

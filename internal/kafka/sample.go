@@ -96,7 +96,19 @@ func (c *SamplerConsumer) runGeneration(ctx context.Context, gen *kgo.Generation
 	}
 	c.logger.Info("Sampling partitions of the spans topic", zap.Int32("generation", gen.ID), zap.Ints("partitions", ids))
 	for _, a := range assigned {
-		ds, err := loadDecisions(ctx, &c.cfg, a.ID, c.remember)
+		var ds []tailsampler.Decision
+		var err error
+		// A partition's leader may still be moving (a broker restarted, the
+		// topic just created): a few tries.
+		for try := range 5 {
+			if ds, err = loadDecisions(ctx, &c.cfg, a.ID, c.remember); err == nil || ctx.Err() != nil {
+				break
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Duration(try+1) * 200 * time.Millisecond):
+			}
+		}
 		if err != nil {
 			c.logger.Warn("Could not load a partition's recent decisions: late spans of its traces are decided anew",
 				zap.Int("partition", a.ID), zap.Error(err))
@@ -182,14 +194,16 @@ func (c *SamplerConsumer) commit(ctx context.Context, gen *kgo.Generation, parts
 	for {
 		select {
 		case <-ctx.Done():
-			flush()
 			// The partitions may go to other samplers, which read them from
 			// the committed offsets: what is buffered must not be decided
 			// here on what was read so far (a trace whose error span is yet
-			// to be read would be dropped).
+			// to be read would be dropped) — discarded at once, before the
+			// last commit, which may wait on a coordinator that is busy
+			// rebalancing.
 			if err := c.sampler.Discard(context.Background()); err != nil {
 				c.logger.Warn("Discarding the buffered traces at a rebalance failed", zap.Error(err))
 			}
+			flush()
 			return
 		case <-t.C:
 			flush()
