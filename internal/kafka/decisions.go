@@ -8,6 +8,7 @@ import (
 
 	kgo "github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
 
 	"github.com/tracesift/tracesift/internal/tailsampler"
 )
@@ -16,12 +17,13 @@ import (
 // by trace id and so in the partition of the trace's spans
 // (tailsampler.DecisionLog).
 type DecisionLog struct {
-	w *kgo.Writer
+	w      *kgo.Writer
+	logger *zap.Logger
 }
 
 // NewDecisionLog opens a writer to cfg's decisions topic.
-func NewDecisionLog(cfg *Config) *DecisionLog {
-	return &DecisionLog{w: newWriter(cfg, cfg.Topics.Decisions)}
+func NewDecisionLog(cfg *Config, logger *zap.Logger) *DecisionLog {
+	return &DecisionLog{w: newWriter(cfg, cfg.Topics.Decisions), logger: logger}
 }
 
 // Record implements tailsampler.DecisionLog.
@@ -39,10 +41,13 @@ func (l *DecisionLog) Record(ctx context.Context, ds []tailsampler.Decision) err
 	// pushes back, rather than leave its messages unsettled until the next
 	// rebalance.
 	wait := 100 * time.Millisecond
-	for {
+	for try := 0; ; try++ {
 		err := l.w.WriteMessages(ctx, msgs...)
 		if err == nil || ctx.Err() != nil {
 			return err
+		}
+		if try%10 == 0 && l.logger != nil {
+			l.logger.Warn("Recording decisions failed; retrying (the shard waits)", zap.Int("try", try+1), zap.Error(err))
 		}
 		select {
 		case <-ctx.Done():

@@ -101,7 +101,11 @@ func (c *SamplerConsumer) runGeneration(ctx context.Context, gen *kgo.Generation
 		// A partition's leader may still be moving (a broker restarted, the
 		// topic just created): a few tries.
 		for try := range 5 {
-			if ds, err = loadDecisions(ctx, &c.cfg, a.ID, c.remember); err == nil || ctx.Err() != nil {
+			// Bounded: a partition must not stay unread behind its decisions.
+			lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			ds, err = loadDecisions(lctx, &c.cfg, a.ID, c.remember)
+			cancel()
+			if err == nil || ctx.Err() != nil {
 				break
 			}
 			select {
@@ -115,6 +119,8 @@ func (c *SamplerConsumer) runGeneration(ctx context.Context, gen *kgo.Generation
 		} else if err := c.sampler.Remember(ctx, ds); err != nil {
 			return
 		}
+		c.logger.Info("Reading a partition of the spans topic", zap.Int("partition", a.ID), zap.Int64("offset", a.Offset),
+			zap.Int("decisions_loaded", len(ds)))
 		gen.Start(func(ctx context.Context) { c.readPartition(ctx, a.ID, a.Offset, parts[a.ID]) })
 	}
 	gen.Start(func(ctx context.Context) { c.commit(ctx, gen, parts) })

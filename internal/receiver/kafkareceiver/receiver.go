@@ -148,7 +148,7 @@ func createTraces(_ context.Context, set receiver.Settings, cfg component.Config
 		in.Skipped = count
 		return &runner{logger: set.Logger, run: in.Run, stop: func(context.Context) error { done(); return nil }}, nil
 	}
-	log := kafka.NewDecisionLog(&c.Kafka)
+	log := kafka.NewDecisionLog(&c.Kafka, set.Logger)
 	s, err := tailsampler.NewReceipted(processor.Settings{ID: set.ID, TelemetrySettings: set.TelemetrySettings,
 		BuildInfo: set.BuildInfo}, &c.Sampler, next, log)
 	if err != nil {
