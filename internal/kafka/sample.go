@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	kgo "github.com/segmentio/kafka-go"
@@ -174,10 +173,7 @@ func (c *SamplerConsumer) readPartition(ctx context.Context, partition int, offs
 // last time when the generation ends.
 func (c *SamplerConsumer) commit(ctx context.Context, gen *kgo.Generation, parts map[int]*offsets) {
 	committed := map[int]int64{}
-	var mu sync.Mutex
 	flush := func() {
-		mu.Lock()
-		defer mu.Unlock()
 		due := map[int]int64{}
 		for p, o := range parts {
 			if s := o.safe(); s >= 0 && s != committed[p] {

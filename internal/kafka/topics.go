@@ -45,24 +45,6 @@ func EnsureTopics(ctx context.Context, c *Config) error {
 	return errors.Join(errs...)
 }
 
-// partitionCount reads how many partitions topic has.
-func partitionCount(ctx context.Context, c *Config, topic string) (int, error) {
-	client := &kgo.Client{Addr: kgo.TCP(c.brokers()...), Timeout: c.WriteTimeout}
-	md, err := client.Metadata(ctx, &kgo.MetadataRequest{Topics: []string{topic}})
-	if err != nil {
-		return 0, err
-	}
-	for _, t := range md.Topics {
-		if t.Name == topic {
-			if t.Error != nil {
-				return 0, t.Error
-			}
-			return len(t.Partitions), nil
-		}
-	}
-	return 0, fmt.Errorf("topic %s not found", topic)
-}
-
 // newWriter produces to topic: a message is acknowledged once every in-sync
 // replica has it, partitioned by the hash of its key (the trace id).
 func newWriter(c *Config, topic string) *kgo.Writer {
