@@ -41,7 +41,13 @@ func TestBroker(t *testing.T) {
 	got := 0
 	for p := range 2 {
 		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{b.Addr}, Topic: "t", Partition: p})
-		last, err := r.ReadLag(ctx)
+		// The broker answers before it has elected its partitions' leaders
+		// again: asked until it has (polling, at most 30 s).
+		var last int64
+		deadline := time.Now().Add(30 * time.Second)
+		for last, err = r.ReadLag(ctx); err != nil && time.Now().Before(deadline); last, err = r.ReadLag(ctx) {
+			time.Sleep(200 * time.Millisecond)
+		}
 		require.NoError(t, err)
 		if last > 0 {
 			m, err := r.ReadMessage(ctx)
