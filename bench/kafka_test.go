@@ -95,6 +95,8 @@ type kafkaPath struct {
 	whole func(ids []pcommon.TraceID) (whole, partial int)
 	// drain is how long to wait after the load for the last decisions.
 	drain time.Duration
+	// pprof is each role's profiling endpoint (TRACESIFT_BENCH_PROFILE).
+	pprof map[string]string
 }
 
 func BenchmarkKafkaVsReference(b *testing.B) {
@@ -176,7 +178,9 @@ func runKafka(b *testing.B, sys string, o kafkaOptions) *kafkaResult {
 	}
 	c0, before := load.Counts(), time.Now()
 	r0, k0 := cpu()
+	profiled := profileRoles(path.pprof, dir, o.duration)
 	time.Sleep(o.duration) // the measured window
+	profiled.Wait()
 	c1, window := load.Counts(), time.Since(before)
 	r1, k1 := cpu()
 	res := &kafkaResult{name: sys, window: window, spans: c1.SpansAccepted - c0.SpansAccepted,
@@ -209,6 +213,33 @@ func runKafka(b *testing.B, sys string, o kafkaOptions) *kafkaResult {
 		_ = s.Stop(30 * time.Second)
 	}
 	return res
+}
+
+// profileRoles saves a CPU profile of each role over d into dir
+// (TRACESIFT_BENCH_PROFILE=1 with TRACESIFT_BENCH_OUT): where a role's CPU
+// goes, measured under the benchmark's own load.
+func profileRoles(endpoints map[string]string, dir string, d time.Duration) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	for name, addr := range endpoints {
+		wg.Go(func() {
+			url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d.Seconds())-1)
+			resp, err := http.Get(url)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profiling %s: %v\n", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(dir, name+".pprof"))
+			if err == nil {
+				_, err = io.Copy(f, resp.Body)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profiling %s: %v\n", name, err)
+			}
+		})
+	}
+	return &wg
 }
 
 // brokerProcCPU is the broker JVM's CPU time.
@@ -247,16 +278,27 @@ func startTracesiftPath(b *testing.B, brokerAddr, dir string) *kafkaPath {
 	cfg := func(role string) []string {
 		return []string{"--config", filepath.Join(root, "deploy", "kafka", role+".yaml")}
 	}
+	p := &kafkaPath{drain: decisionWait + 15*time.Second, pprof: map[string]string{}}
 	role := func(name, config string, extra ...string) *Server {
 		health := freeAddr(b)
 		port, _ := FreePort()
 		env := kafkaRoleEnv(brokerAddr, append(extra, "TRACESIFT_HEALTH_ENDPOINT="+health,
 			fmt.Sprintf("TRACESIFT_METRICS_PORT=%d", port), "TRACESIFT_DATA_DIR="+filepath.Join(dir, name))...)
-		return startRole(b, name, bin, dir, env, func() bool { return HTTPOK("http://" + health + "/") }, cfg(config)...)
+		args := cfg(config)
+		if os.Getenv("TRACESIFT_BENCH_PROFILE") != "" {
+			p.pprof[name] = freeAddr(b)
+			exts := "health_check,pprof"
+			if config == "ingester" {
+				exts = "tracesift_store,tracesift_query," + exts
+			}
+			args = append(args, "--set", "extensions.pprof.endpoint="+p.pprof[name],
+				"--set", "service.extensions=["+exts+"]")
+		}
+		return startRole(b, name, bin, dir, env, func() bool { return HTTPOK("http://" + health + "/") }, args...)
 	}
 	query := freeAddr(b)
 	otlp := freeAddr(b)
-	p := &kafkaPath{otlp: otlp, drain: decisionWait + 15*time.Second}
+	p.otlp = otlp
 	p.roles = append(p.roles, role("ingester", "ingester", "TRACESIFT_QUERY_ENDPOINT="+query))
 	for i := range 2 {
 		p.roles = append(p.roles, role(fmt.Sprintf("sampler-%d", i+1), "sampler"))

@@ -4,10 +4,11 @@
 // to what is safely handed on (docs/architecture.md, "Distributed mode").
 //
 // The topics:
-//   - spans: each message one trace's spans from one request, an OTLP
-//     ExportTraceServiceRequest, keyed by the 16-byte trace id; partition =
-//     FNV-1a(trace id) mod the partition count, so a trace's spans all meet
-//     in one partition and so in one sampler.
+//   - spans: a trace's partition is FNV-1a(trace id) mod the partition
+//     count (kafka-go's Hash balancer on the 16-byte id), so a trace's spans
+//     all meet in one partition and so in one sampler. Each message is an
+//     OTLP ExportTraceServiceRequest with the spans of one request's traces
+//     that fall in its partition, keyed by the id of one of them.
 //   - kept: what samplers keep, OTLP ExportTraceServiceRequest (kept spans,
 //     with the analysis resource of findings, clock offsets and RED rows).
 //   - logs: OTLP ExportLogsServiceRequest, as the gateway received them.

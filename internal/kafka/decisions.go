@@ -23,7 +23,7 @@ type DecisionLog struct {
 
 // NewDecisionLog opens a writer to cfg's decisions topic.
 func NewDecisionLog(cfg *Config, logger *zap.Logger) *DecisionLog {
-	return &DecisionLog{w: newWriter(cfg, cfg.Topics.Decisions), logger: logger}
+	return &DecisionLog{w: newWriter(cfg, cfg.Topics.Decisions, 256), logger: logger}
 }
 
 // Record implements tailsampler.DecisionLog.

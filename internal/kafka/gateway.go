@@ -24,9 +24,15 @@ import (
 // its spans.
 const retryDelay = time.Second
 
+// partitionsRefresh is how often the gateway re-reads the spans topic's
+// partition count: added partitions are used from then on (and re-hash
+// traces, as any change of the count does).
+const partitionsRefresh = 30 * time.Second
+
 // SpanProducer is the gateway's trace path: it splits each OTLP request by
-// trace id without decoding it and produces each trace's spans to the spans
-// topic, returning once the broker has acknowledged all of them — so an
+// the partition of each span's trace id without decoding it, and produces
+// one message per partition — the spans of the request's traces in that
+// partition — returning once the broker has acknowledged all of them, so an
 // acknowledged span is durable. It takes the sampler's place behind the
 // OTLP receiver.
 type SpanProducer struct {
@@ -34,6 +40,12 @@ type SpanProducer struct {
 	logger *zap.Logger
 	w      *kgo.Writer
 	pool   sync.Pool // *split
+
+	// partitions is the spans topic's partition count; 0 until read.
+	partitions atomic.Int32
+	refreshMu  sync.Mutex
+	stop       chan struct{}
+	stopped    sync.WaitGroup
 
 	invalidLogged atomic.Bool
 	// invalid counts spans without a trace or span id, which are dropped.
@@ -43,11 +55,12 @@ type SpanProducer struct {
 // NewSpanProducer returns a producer to cfg's spans topic; invalid counts
 // the spans it drops for an empty trace or span id.
 func NewSpanProducer(cfg Config, logger *zap.Logger, invalid func(ctx context.Context, n int)) *SpanProducer {
-	return &SpanProducer{cfg: cfg, logger: logger, invalid: invalid,
-		pool: sync.Pool{New: func() any { return &split{index: map[[16]byte]int{}} }}}
+	return &SpanProducer{cfg: cfg, logger: logger, invalid: invalid, stop: make(chan struct{}),
+		pool: sync.Pool{New: func() any { return &split{} }}}
 }
 
-// Start creates the topics if asked to and opens the writer.
+// Start creates the topics if asked to, opens the writer and reads the
+// partition count.
 func (p *SpanProducer) Start(ctx context.Context, _ component.Host) error {
 	if p.cfg.CreateTopics {
 		if err := EnsureTopics(ctx, &p.cfg); err != nil {
@@ -56,7 +69,10 @@ func (p *SpanProducer) Start(ctx context.Context, _ component.Host) error {
 				zap.Error(err))
 		}
 	}
-	p.w = newWriter(&p.cfg, p.cfg.Topics.Spans)
+	p.w = newWriter(&p.cfg, p.cfg.Topics.Spans, 16)
+	_, _ = p.partitionCount(ctx)
+	p.stopped.Add(1)
+	go p.refreshPartitions()
 	return nil
 }
 
@@ -65,17 +81,57 @@ func (p *SpanProducer) Shutdown(context.Context) error {
 	if p.w == nil {
 		return nil
 	}
+	close(p.stop)
+	p.stopped.Wait()
 	return p.w.Close()
 }
 
-// split is one request's spans grouped by trace.
+// partitionCount is the spans topic's partition count, read from the
+// brokers the first time (one caller at a time).
+func (p *SpanProducer) partitionCount(ctx context.Context) (int, error) {
+	if n := p.partitions.Load(); n > 0 {
+		return int(n), nil
+	}
+	p.refreshMu.Lock()
+	defer p.refreshMu.Unlock()
+	if n := p.partitions.Load(); n > 0 {
+		return int(n), nil
+	}
+	n, err := topicPartitions(ctx, &p.cfg, p.cfg.Topics.Spans)
+	if err != nil {
+		return 0, err
+	}
+	p.partitions.Store(int32(n))
+	return n, nil
+}
+
+func (p *SpanProducer) refreshPartitions() {
+	defer p.stopped.Done()
+	t := time.NewTicker(partitionsRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), p.cfg.WriteTimeout)
+		n, err := topicPartitions(ctx, &p.cfg, p.cfg.Topics.Spans)
+		cancel()
+		if err == nil && int32(n) != p.partitions.Swap(int32(n)) {
+			p.logger.Warn("The spans topic's partition count changed: traces are re-hashed, and a trace in flight "+
+				"may be split between two samplers", zap.Int("partitions", n))
+		}
+	}
+}
+
+// split is one request's spans grouped by partition.
 type split struct {
-	req    otlpwire.Request
-	enc    otlpwire.Encoder
-	index  map[[16]byte]int
-	traces [][]otlpwire.Span
-	msgs   []kgo.Message
-	buf    []byte
+	req   otlpwire.Request
+	enc   otlpwire.Encoder
+	parts [][]otlpwire.Span // by partition
+	msgs  []kgo.Message
+	buf   []byte
 }
 
 // ConsumeRawTraces implements the OTLP receiver's TraceSampler.
@@ -85,6 +141,16 @@ func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 	if err := otlpwire.Scan(req, &sp.req); err != nil {
 		return consumererror.NewPermanent(err)
 	}
+	if p.w == nil {
+		return status.Error(codes.Unavailable, "the gateway is not started")
+	}
+	n, err := p.partitionCount(ctx)
+	if err != nil {
+		return unavailable(err)
+	}
+	if len(sp.parts) < n {
+		sp.parts = append(sp.parts, make([][]otlpwire.Span, n-len(sp.parts))...)
+	}
 	invalid := 0
 	for i := range sp.req.Spans {
 		s := &sp.req.Spans[i]
@@ -92,18 +158,8 @@ func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 			invalid++
 			continue
 		}
-		at, ok := sp.index[s.TraceID]
-		if !ok {
-			at = len(sp.traces)
-			sp.index[s.TraceID] = at
-			if at < cap(sp.traces) {
-				sp.traces = sp.traces[:at+1]
-				sp.traces[at] = sp.traces[at][:0]
-			} else {
-				sp.traces = append(sp.traces, nil)
-			}
-		}
-		sp.traces[at] = append(sp.traces[at], *s)
+		at := partitionOf(s.TraceID[:], n)
+		sp.parts[at] = append(sp.parts[at], *s)
 	}
 	if invalid > 0 {
 		p.invalid(ctx, invalid)
@@ -113,25 +169,28 @@ func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 				"(this message is logged once).", zap.Int("invalid_spans_in_request", invalid))
 		}
 	}
-	if len(sp.traces) == 0 {
+	// One encoding buffer for the request; each message a slice of it,
+	// keyed by one of its traces so that the writer's partitioner (byTrace)
+	// puts it where every one of them belongs.
+	sp.buf = sp.buf[:0]
+	for _, spans := range sp.parts[:n] {
+		if len(spans) == 0 {
+			continue
+		}
+		start := len(sp.buf)
+		sp.buf = sp.enc.Append(sp.buf, sp.req.Resources, sp.req.Scopes, spans)
+		sp.msgs = append(sp.msgs, kgo.Message{Key: spans[0].TraceID[:], Value: sp.buf[start:len(sp.buf):len(sp.buf)]})
+	}
+	if len(sp.msgs) == 0 {
 		return nil
 	}
-	// One encoding buffer for the request; each message a slice of it.
-	sp.buf = sp.buf[:0]
-	ends := make([]int, len(sp.traces))
-	for i, spans := range sp.traces {
-		sp.buf = sp.enc.Append(sp.buf, sp.req.Resources, sp.req.Scopes, spans)
-		ends[i] = len(sp.buf)
-	}
-	sp.msgs = sp.msgs[:0]
+	// The buffer may have moved while growing: point the values at its
+	// final array.
 	start := 0
-	for i, spans := range sp.traces {
-		id := spans[0].TraceID
-		sp.msgs = append(sp.msgs, kgo.Message{Key: id[:], Value: sp.buf[start:ends[i]]})
-		start = ends[i]
-	}
-	if p.w == nil {
-		return status.Error(codes.Unavailable, "the gateway is not started")
+	for i := range sp.msgs {
+		end := start + len(sp.msgs[i].Value)
+		sp.msgs[i].Value = sp.buf[start:end:end]
+		start = end
 	}
 	if err := p.w.WriteMessages(ctx, sp.msgs...); err != nil {
 		return unavailable(fmt.Errorf("the Kafka broker did not acknowledge the spans: %w", err))
@@ -140,16 +199,16 @@ func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 }
 
 func (p *SpanProducer) put(sp *split) {
-	if len(sp.traces) > 4096 || cap(sp.buf) > 16<<20 {
+	if len(sp.parts) > 4096 || cap(sp.buf) > 16<<20 {
 		return
 	}
 	sp.req.Reset()
-	clear(sp.index)
-	for i := range sp.traces {
-		clear(sp.traces[i])
+	for i := range sp.parts {
+		clear(sp.parts[i])
+		sp.parts[i] = sp.parts[i][:0]
 	}
-	sp.traces = sp.traces[:0]
 	clear(sp.msgs)
+	sp.msgs = sp.msgs[:0]
 	p.pool.Put(sp)
 }
 

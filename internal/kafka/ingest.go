@@ -84,7 +84,8 @@ func (in *Ingester) Run(ctx context.Context) error {
 		Brokers: in.cfg.brokers(), Topic: in.topic, GroupID: in.group.ID,
 		SessionTimeout: in.group.SessionTimeout, RebalanceTimeout: in.group.SessionTimeout,
 		HeartbeatInterval: in.group.SessionTimeout / 10,
-		StartOffset:       kgo.FirstOffset, MaxBytes: maxMessageBytes, MaxWait: 250 * time.Millisecond,
+		StartOffset:       kgo.FirstOffset, MaxBytes: maxMessageBytes,
+		MinBytes: fetchMinBytes, MaxWait: fetchMaxWait,
 		CommitInterval: 0, // commits are explicit, after the insert
 	})
 	defer r.Close()

@@ -32,7 +32,7 @@ func (p *Producer) Start(ctx context.Context, _ component.Host) error {
 			return err
 		}
 	}
-	p.w = newWriter(&p.cfg, p.topic)
+	p.w = newWriter(&p.cfg, p.topic, 16)
 	return nil
 }
 

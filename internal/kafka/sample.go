@@ -129,7 +129,7 @@ func (c *SamplerConsumer) runGeneration(ctx context.Context, gen *kgo.Generation
 // on, each with a receipt that marks it done in o.
 func (c *SamplerConsumer) readPartition(ctx context.Context, partition int, offset int64, o *offsets) {
 	r := kgo.NewReader(kgo.ReaderConfig{Brokers: c.cfg.brokers(), Topic: c.cfg.Topics.Spans, Partition: partition,
-		MaxBytes: maxMessageBytes, MaxWait: 250 * time.Millisecond})
+		MaxBytes: maxMessageBytes, MinBytes: fetchMinBytes, MaxWait: fetchMaxWait})
 	defer r.Close()
 	if err := r.SetOffset(offset); err != nil {
 		c.logger.Error("Cannot read a partition of the spans topic", zap.Int("partition", partition), zap.Error(err))

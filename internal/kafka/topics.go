@@ -14,6 +14,15 @@ import (
 // 16 MiB (the receivers' bound) must fit whole.
 const maxMessageBytes = 16 << 20
 
+// A reader's fetch returns once fetchMinBytes are there or after
+// fetchMaxWait: one fetch per produced message would cost the broker more
+// CPU than the roles spend, and a quarter second is nothing next to a
+// sampler's decision wait or an ingester's batch.
+const (
+	fetchMinBytes = 1 << 20
+	fetchMaxWait  = 250 * time.Millisecond
+)
+
 // decisionsRetention is how long decisions are kept for late spans after a
 // handover; compaction keeps the last of a trace.
 const decisionsRetention = time.Hour
@@ -46,20 +55,72 @@ func EnsureTopics(ctx context.Context, c *Config) error {
 }
 
 // newWriter produces to topic: a message is acknowledged once every in-sync
-// replica has it, partitioned by the hash of its key (the trace id).
-func newWriter(c *Config, topic string) *kgo.Writer {
+// replica has it, partitioned by the hash of its key (the trace id). A
+// batch (one partition's messages of a produce request) holds at most
+// batchSize messages: kafka-go allocates that many for every batch, so it
+// is sized to what a call writes to one partition, not larger.
+func newWriter(c *Config, topic string, batchSize int) *kgo.Writer {
 	return &kgo.Writer{
 		Addr:         kgo.TCP(c.brokers()...),
 		Topic:        topic,
-		Balancer:     &kgo.Hash{},
+		Balancer:     &byTrace{},
 		RequiredAcks: kgo.RequireAll,
 		// A call's messages go out together; waiting for more costs latency
 		// a client is waiting on.
 		BatchTimeout: time.Millisecond,
-		BatchSize:    10000,
+		BatchSize:    batchSize,
 		BatchBytes:   maxMessageBytes,
 		WriteTimeout: c.WriteTimeout,
 		ReadTimeout:  c.WriteTimeout,
 		MaxAttempts:  3,
 	}
+}
+
+// byTrace partitions every topic by the key, a trace id: FNV-1a of it mod
+// the partition count, as kafka-go's Hash balancer does (messages without a
+// key, the kept and logs topics', round robin). The gateway groups a
+// request's traces by the same function (partitionOf) and keys each group's
+// message by one of its trace ids.
+type byTrace struct{ rr kgo.RoundRobin }
+
+func (b *byTrace) Balance(m kgo.Message, partitions ...int) int {
+	if m.Key == nil {
+		return b.rr.Balance(m, partitions...)
+	}
+	return partitions[partitionOf(m.Key, len(partitions))]
+}
+
+// partitionOf is the index of key's partition among n.
+func partitionOf(key []byte, n int) int {
+	h := uint32(2166136261)
+	for _, c := range key {
+		h ^= uint32(c)
+		h *= 16777619
+	}
+	p := int32(h) % int32(n)
+	if p < 0 {
+		p = -p
+	}
+	return int(p)
+}
+
+// topicPartitions reads topic's partition count from the brokers.
+func topicPartitions(ctx context.Context, c *Config, topic string) (int, error) {
+	client := &kgo.Client{Addr: kgo.TCP(c.brokers()...), Timeout: c.WriteTimeout}
+	resp, err := client.Metadata(ctx, &kgo.MetadataRequest{Topics: []string{topic}})
+	if err != nil {
+		return 0, fmt.Errorf("reading the partitions of topic %s: %w", topic, err)
+	}
+	for _, t := range resp.Topics {
+		if t.Name != topic {
+			continue
+		}
+		if t.Error != nil {
+			return 0, fmt.Errorf("reading the partitions of topic %s: %w", topic, t.Error)
+		}
+		if len(t.Partitions) > 0 {
+			return len(t.Partitions), nil
+		}
+	}
+	return 0, fmt.Errorf("topic %s has no partitions (does it exist?)", topic)
 }
