@@ -75,7 +75,7 @@ func createDefaultConfig() component.Config {
 		Role:    RoleSampler,
 		Group:   kafka.GroupConfig{SessionTimeout: 10 * time.Second, CommitInterval: time.Second},
 		Sampler: *tailsampler.NewFactory().CreateDefaultConfig().(*tailsampler.Config),
-		Ingest:  kafka.IngestConfig{MaxItems: 20000, MaxWait: time.Second},
+		Ingest:  kafka.IngestConfig{MaxItems: 100000, MaxWait: 2 * time.Second},
 	}
 }
 
