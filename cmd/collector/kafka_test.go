@@ -94,13 +94,18 @@ func (c *cluster) start(role, name string, env ...string) *proc {
 		"TRACESIFT_HEALTH_ENDPOINT="+p.health,
 		"TRACESIFT_METRICS_HOST=127.0.0.1",
 		"TRACESIFT_METRICS_PORT="+p.metrics,
-		"TRACESIFT_DATA_DIR="+filepath.Join(dir, "data"))
+		"TRACESIFT_DATA_DIR="+filepath.Join(dir, "data"),
+		"GOTRACEBACK=all") // see goroutines
 	p.env = append(p.env, env...)
 	t.Cleanup(func() {
+		var stacks string
+		if t.Failed() {
+			stacks = p.goroutines()
+		}
 		p.stop()
 		if t.Failed() {
 			out, _ := os.ReadFile(p.log)
-			t.Logf("--- %s's log ---\n%s", name, tail(out, 40))
+			t.Logf("--- %s's log ---\n%s\n--- %s's goroutines in tracesift's code ---\n%s", name, tail(out, 40), name, stacks)
 		}
 	})
 	p.launch()
@@ -148,6 +153,31 @@ func (p *proc) stop() {
 		_ = p.cmd.Process.Kill()
 		<-p.exited
 	}
+}
+
+// goroutines ends a running process with SIGQUIT, on which the Go runtime
+// writes every goroutine's stack to the log, and returns the stacks that
+// pass through tracesift's own code: where a stalled role waits.
+func (p *proc) goroutines() string {
+	select {
+	case <-p.exited:
+		return "(exited before)"
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		return "(no dump within 10 s)"
+	}
+	out, _ := os.ReadFile(p.log)
+	var keep []string
+	for _, g := range strings.Split(string(out), "\n\n") {
+		if strings.HasPrefix(g, "goroutine ") && strings.Contains(g, "tracesift/tracesift/internal/") {
+			keep = append(keep, g)
+		}
+	}
+	return strings.Join(keep, "\n\n")
 }
 
 // kill ends it with SIGKILL, as a crash.

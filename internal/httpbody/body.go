@@ -8,11 +8,20 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // maxPooledBody bounds the buffers a Pool keeps: a rare huge request
 // should not pin its buffer for the life of the process.
 const maxPooledBody = 4 << 20
+
+// ReadTimeout is the receivers' default bound on reading a whole request:
+// a 16 MiB body at 280 KB/s.
+const ReadTimeout = time.Minute
+
+// announcedGrow is how much of a body's announced length is allocated
+// before any of it has arrived.
+const announcedGrow = 256 << 10
 
 // Pool reads HTTP request bodies into reusable buffers, for receivers
 // that hand the bytes on and do not keep them. The zero value is ready.
@@ -28,9 +37,11 @@ func (p *Pool) Read(req *http.Request) (buf *bytes.Buffer, tooLarge int64, err e
 		buf = new(bytes.Buffer)
 	}
 	if n := req.ContentLength; n > 0 {
-		// One allocation at most, and none for a pooled buffer that is big
-		// enough; MinRead is the room ReadFrom wants to see EOF.
-		buf.Grow(int(n) + bytes.MinRead)
+		// Sized from Content-Length only up to announcedGrow: a client that
+		// announces a large body and sends nothing must not pin that much
+		// memory; beyond it the buffer grows as bytes arrive. MinRead is the
+		// room ReadFrom wants to see EOF.
+		buf.Grow(int(min(n, announcedGrow)) + bytes.MinRead)
 	}
 	if _, err = buf.ReadFrom(req.Body); err == nil {
 		return buf, 0, nil

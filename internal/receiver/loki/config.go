@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
+
+	"github.com/tracesift/tracesift/internal/httpbody"
 )
 
 // Defaults of the receiver configuration, documented on the Config fields.
@@ -94,5 +96,8 @@ func createDefaultConfig() component.Config {
 	// As in tracesift_otlp: the answer to a request that waited for the
 	// pipeline must still get out.
 	sc.WriteTimeout = 0
+	// A client that stops sending mid-body is cut off rather than holding
+	// its connection and buffer for ever.
+	sc.ReadTimeout = httpbody.ReadTimeout
 	return &Config{ServerConfig: sc, MaxLineBytes: defaultMaxLineBytes, MaxLinesPerSecond: defaultMaxLinesPerSecond}
 }

@@ -3,6 +3,7 @@ package loki
 import (
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -50,6 +51,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, 65536, cfg.MaxLineBytes)
 	assert.False(t, cfg.ServerConfig.TLS.HasValue())
 	assert.Zero(t, cfg.ServerConfig.WriteTimeout)
+	assert.Equal(t, time.Minute, cfg.ServerConfig.ReadTimeout, "a stalled upload is cut off")
 	require.NoError(t, confmap.Validate(cfg))
 }
 

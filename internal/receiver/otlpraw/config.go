@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
 
+	"github.com/tracesift/tracesift/internal/httpbody"
 	"github.com/tracesift/tracesift/internal/kafka"
 	"github.com/tracesift/tracesift/internal/tailsampler"
 )
@@ -171,6 +172,9 @@ func createDefaultConfig() component.Config {
 	// The Collector's otlp receiver has no write timeout either: the answer
 	// to a request that waited for room in the sampler must still get out.
 	httpCfg.ServerConfig.WriteTimeout = 0
+	// A client that stops sending mid-body is cut off rather than holding
+	// its connection and buffer for ever.
+	httpCfg.ServerConfig.ReadTimeout = httpbody.ReadTimeout
 
 	return &Config{
 		Protocols: Protocols{

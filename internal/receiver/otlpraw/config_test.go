@@ -55,6 +55,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, URLPath("/v1/traces"), h.TracesURLPath)
 	assert.Equal(t, URLPath("/v1/logs"), h.LogsURLPath)
 	assert.False(t, h.ServerConfig.TLS.HasValue())
+	assert.Equal(t, time.Minute, h.ServerConfig.ReadTimeout, "a stalled upload is cut off")
 	require.NoError(t, confmap.Validate(cfg))
 }
 
