@@ -98,15 +98,14 @@ func (c *cluster) start(role, name string, env ...string) *proc {
 		"GOTRACEBACK=all") // see goroutines
 	p.env = append(p.env, env...)
 	t.Cleanup(func() {
-		var stacks string
-		if t.Failed() {
-			stacks = p.goroutines()
+		if !t.Failed() {
+			p.stop()
+			return
 		}
+		out, _ := os.ReadFile(p.log)
+		t.Logf("--- %s's log ---\n%s\n--- %s's goroutines in tracesift's code ---\n%s", name, tail(out, 40), name,
+			p.goroutines())
 		p.stop()
-		if t.Failed() {
-			out, _ := os.ReadFile(p.log)
-			t.Logf("--- %s's log ---\n%s\n--- %s's goroutines in tracesift's code ---\n%s", name, tail(out, 40), name, stacks)
-		}
 	})
 	p.launch()
 	return p

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	kgo "github.com/segmentio/kafka-go"
@@ -94,35 +95,65 @@ func (c *SamplerConsumer) runGeneration(ctx context.Context, gen *kgo.Generation
 		ids = append(ids, a.ID)
 	}
 	c.logger.Info("Sampling partitions of the spans topic", zap.Int32("generation", gen.ID), zap.Ints("partitions", ids))
-	for _, a := range assigned {
-		var ds []tailsampler.Decision
-		var err error
-		// A partition's leader may still be moving (a broker restarted, the
-		// topic just created): a few tries.
-		for try := range 5 {
-			// Bounded: a partition must not stay unread behind its decisions.
-			lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			ds, err = loadDecisions(lctx, &c.cfg, a.ID, c.remember)
-			cancel()
-			if err == nil || ctx.Err() != nil {
-				break
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Duration(try+1) * 200 * time.Millisecond):
-			}
-		}
-		if err != nil {
-			c.logger.Warn("Could not load a partition's recent decisions: late spans of its traces are decided anew",
-				zap.Int("partition", a.ID), zap.Error(err))
-		} else if err := c.sampler.Remember(ctx, ds); err != nil {
-			return
-		}
-		c.logger.Info("Reading a partition of the spans topic", zap.Int("partition", a.ID), zap.Int64("offset", a.Offset),
-			zap.Int("decisions_loaded", len(ds)))
-		gen.Start(func(ctx context.Context) { c.readPartition(ctx, a.ID, a.Offset, parts[a.ID]) })
+	// Every partition's decisions first, loaded together and remembered at
+	// once, before any partition is read: then the shards' queues are
+	// empty and remembering is quick. (Loading and remembering partition by
+	// partition while the first ones were read waited behind their traffic,
+	// seconds a partition, and the last partitions' traces waited that
+	// long.)
+	loaded := make([][]tailsampler.Decision, len(assigned))
+	var wg sync.WaitGroup
+	for i, a := range assigned {
+		wg.Go(func() { loaded[i] = c.loadDecisions(ctx, a.ID) })
 	}
-	gen.Start(func(ctx context.Context) { c.commit(ctx, gen, parts) })
+	wg.Wait()
+	var all []tailsampler.Decision
+	for _, ds := range loaded {
+		all = append(all, ds...)
+	}
+	if err := c.sampler.Remember(ctx, all); err != nil {
+		return
+	}
+	// The commit loop discards what is buffered once every reader of the
+	// generation has returned, so that nothing read in this generation is
+	// buffered after the discard.
+	var readers sync.WaitGroup
+	for i, a := range assigned {
+		c.logger.Info("Reading a partition of the spans topic", zap.Int("partition", a.ID), zap.Int64("offset", a.Offset),
+			zap.Int("decisions_loaded", len(loaded[i])))
+		readers.Add(1)
+		gen.Start(func(ctx context.Context) {
+			defer readers.Done()
+			c.readPartition(ctx, a.ID, a.Offset, parts[a.ID])
+		})
+	}
+	gen.Start(func(ctx context.Context) { c.commit(ctx, gen, parts, &readers) })
+}
+
+// loadDecisions reads a partition's recent decisions, a few tries while its
+// leader may still be moving (a broker restarted, the topic just created);
+// nil when they cannot be read (late spans of its traces are then decided
+// anew).
+func (c *SamplerConsumer) loadDecisions(ctx context.Context, partition int) []tailsampler.Decision {
+	var err error
+	for try := range 5 {
+		// Bounded: a partition must not stay unread behind its decisions.
+		lctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		var ds []tailsampler.Decision
+		ds, err = loadDecisions(lctx, &c.cfg, partition, c.remember)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return ds
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Duration(try+1) * 200 * time.Millisecond):
+		}
+	}
+	c.logger.Warn("Could not load a partition's recent decisions: late spans of its traces are decided anew",
+		zap.Int("partition", partition), zap.Error(err))
+	return nil
 }
 
 // readPartition hands the partition's messages to the sampler from offset
@@ -171,7 +202,7 @@ func (c *SamplerConsumer) readPartition(ctx context.Context, partition int, offs
 
 // commit commits the partitions' safe offsets every commit interval, and a
 // last time when the generation ends.
-func (c *SamplerConsumer) commit(ctx context.Context, gen *kgo.Generation, parts map[int]*offsets) {
+func (c *SamplerConsumer) commit(ctx context.Context, gen *kgo.Generation, parts map[int]*offsets, readers *sync.WaitGroup) {
 	committed := map[int]int64{}
 	flush := func() {
 		due := map[int]int64{}
@@ -202,6 +233,7 @@ func (c *SamplerConsumer) commit(ctx context.Context, gen *kgo.Generation, parts
 			// to be read would be dropped) — discarded at once, before the
 			// last commit, which may wait on a coordinator that is busy
 			// rebalancing.
+			readers.Wait()
 			if err := c.sampler.Discard(context.Background()); err != nil {
 				c.logger.Warn("Discarding the buffered traces at a rebalance failed", zap.Error(err))
 			}
