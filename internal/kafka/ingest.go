@@ -87,7 +87,7 @@ func (in *Ingester) Run(ctx context.Context) error {
 		SessionTimeout: in.group.SessionTimeout, RebalanceTimeout: in.group.SessionTimeout,
 		HeartbeatInterval: in.group.SessionTimeout / 10,
 		StartOffset:       kgo.FirstOffset, MaxBytes: maxMessageBytes,
-		MinBytes: fetchMinBytes, MaxWait: fetchMaxWait,
+		MinBytes: fetchMinBytes, MaxWait: fetchMaxWait, ErrorLogger: readerErrors(in.logger, in.topic),
 		CommitInterval: 0, // commits are explicit, after the insert
 	})
 	defer r.Close()

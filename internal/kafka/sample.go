@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -160,7 +161,8 @@ func (c *SamplerConsumer) loadDecisions(ctx context.Context, partition int) []ta
 // on, each with a receipt that marks it done in o.
 func (c *SamplerConsumer) readPartition(ctx context.Context, partition int, offset int64, o *offsets) {
 	r := kgo.NewReader(kgo.ReaderConfig{Brokers: c.cfg.brokers(), Topic: c.cfg.Topics.Spans, Partition: partition,
-		MaxBytes: maxMessageBytes, MinBytes: fetchMinBytes, MaxWait: fetchMaxWait})
+		MaxBytes: maxMessageBytes, MinBytes: fetchMinBytes, MaxWait: fetchMaxWait,
+		ErrorLogger: readerErrors(c.logger, c.cfg.Topics.Spans)})
 	defer r.Close()
 	if err := r.SetOffset(offset); err != nil {
 		c.logger.Error("Cannot read a partition of the spans topic", zap.Int("partition", partition), zap.Error(err))
@@ -243,4 +245,13 @@ func (c *SamplerConsumer) commit(ctx context.Context, gen *kgo.Generation, parts
 			flush()
 		}
 	}
+}
+
+// readerErrors logs what a kafka-go reader retries on its own (a lost
+// connection, a moved leader): otherwise a partition that stopped being read
+// says nothing.
+func readerErrors(logger *zap.Logger, topic string) kgo.Logger {
+	return kgo.LoggerFunc(func(msg string, args ...any) {
+		logger.Warn("Kafka reader: "+fmt.Sprintf(msg, args...), zap.String("topic", topic))
+	})
 }
