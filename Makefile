@@ -151,7 +151,8 @@ bench-ui: deps browser
 
 ## bench-kafka: distributed mode (gateway, two samplers, ingester) against the Collector's own Kafka path (kafka
 ## exporter by trace id → two kafka receivers → tail_sampling), each on a broker of its own, at the same offered rate
-## (TRACESIFT_BENCH_RATE, default 30000 spans/s): spans per CPU-second, then error-trace recall with a consumer killed
+## (TRACESIFT_BENCH_RATE, default 30000 spans/s): spans per CPU-second, then error-trace recall with a consumer killed;
+## TRACESIFT_BENCH_PROFILE=1 with TRACESIFT_BENCH_OUT=dir saves a CPU profile of each tracesift role
 bench-kafka: deps kafka-broker
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkKafkaVsReference$$' -benchtime $${TRACESIFT_BENCH_RUNS:-5}x \
