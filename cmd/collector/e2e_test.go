@@ -53,7 +53,13 @@ func freePort(t testing.TB) int {
 // observable outcome rather than for a fixed time.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
+	eventuallyWithin(t, 60*time.Second, what, cond)
+}
+
+// eventuallyWithin is eventually with its own deadline.
+func eventuallyWithin(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for !cond() {
@@ -603,7 +609,9 @@ func TestEndToEnd(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusNoContent, resp.StatusCode)
-		eventually(t, "the line after the backfill on the trace", func() bool {
+		// The backfill writes a part in each of ~450 day partitions: ~50 s
+		// under -race on a quiet machine, more with the suite around it.
+		eventuallyWithin(t, 3*time.Minute, "the line after the backfill on the trace", func() bool {
 			code, tr := getTrace(t, ep, errorID)
 			if code != http.StatusOK {
 				return false
