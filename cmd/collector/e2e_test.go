@@ -163,15 +163,26 @@ service:
 
 func getTrace(t testing.TB, ep endpoints, id string) (int, *query.Trace) {
 	t.Helper()
-	resp, err := http.Get("http://" + ep.query + "/api/v1/traces/" + id)
+	code, tr, err := fetchTrace(ep, id)
 	require.NoError(t, err)
+	return code, tr
+}
+
+// fetchTrace is getTrace for a caller that asks again on an error.
+func fetchTrace(ep endpoints, id string) (int, *query.Trace, error) {
+	resp, err := http.Get("http://" + ep.query + "/api/v1/traces/" + id)
+	if err != nil {
+		return 0, nil, err
+	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return resp.StatusCode, nil
+		return resp.StatusCode, nil, nil
 	}
 	var tr query.Trace
-	require.NoError(t, json.NewDecoder(resp.Body).Decode(&tr))
-	return resp.StatusCode, &tr
+	if err := json.NewDecoder(resp.Body).Decode(&tr); err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, &tr, nil
 }
 
 // getJSON GETs path from the query API and decodes the body into v when

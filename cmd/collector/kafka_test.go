@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -25,7 +24,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/kafka/broker"
-	"github.com/tracesift/tracesift/internal/query"
 )
 
 // cluster is distributed mode on one machine, as make run-kafka starts it:
@@ -477,14 +475,9 @@ func (c *cluster) checkKept(traces []genTrace) {
 		if g.kind == errorTrace {
 			wantLogs = 1
 		}
-		resp, err := http.Get("http://" + c.query + "/api/v1/traces/" + g.id.String())
-		if err != nil {
+		code, tr, err := fetchTrace(endpoints{query: c.query}, g.id.String())
+		if err != nil || code != http.StatusOK {
 			return false // asked again next round
-		}
-		defer resp.Body.Close()
-		var tr query.Trace
-		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&tr) != nil {
-			return false
 		}
 		return len(tr.Spans) == 3 && (len(tr.Logs) == wantLogs || c.logsAgain && len(tr.Logs) >= wantLogs)
 	}

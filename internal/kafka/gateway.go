@@ -132,6 +132,7 @@ type split struct {
 	parts [][]otlpwire.Span // by partition
 	msgs  []kgo.Message
 	buf   []byte
+	ends  []int // of each message's value in buf
 }
 
 // ConsumeRawTraces implements the OTLP receiver's TraceSampler.
@@ -170,25 +171,21 @@ func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 		}
 	}
 	// One encoding buffer for the request; each message a slice of it,
-	// keyed by one of its traces so that the writer's partitioner (byTrace)
-	// puts it where every one of them belongs.
-	sp.buf = sp.buf[:0]
+	// keyed by one of its traces so that the writer's Hash balancer puts it
+	// where every one of them belongs (partitionOf).
+	sp.buf, sp.ends = sp.buf[:0], sp.ends[:0]
 	for _, spans := range sp.parts[:n] {
-		if len(spans) == 0 {
-			continue
+		if len(spans) > 0 {
+			sp.buf = sp.enc.Append(sp.buf, sp.req.Resources, sp.req.Scopes, spans)
+			sp.ends = append(sp.ends, len(sp.buf))
+			sp.msgs = append(sp.msgs, kgo.Message{Key: spans[0].TraceID[:]})
 		}
-		start := len(sp.buf)
-		sp.buf = sp.enc.Append(sp.buf, sp.req.Resources, sp.req.Scopes, spans)
-		sp.msgs = append(sp.msgs, kgo.Message{Key: spans[0].TraceID[:], Value: sp.buf[start:len(sp.buf):len(sp.buf)]})
 	}
 	if len(sp.msgs) == 0 {
 		return nil
 	}
-	// The buffer may have moved while growing: point the values at its
-	// final array.
 	start := 0
-	for i := range sp.msgs {
-		end := start + len(sp.msgs[i].Value)
+	for i, end := range sp.ends {
 		sp.msgs[i].Value = sp.buf[start:end:end]
 		start = end
 	}

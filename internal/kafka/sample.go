@@ -3,7 +3,6 @@ package kafka
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -245,13 +244,4 @@ func (c *SamplerConsumer) commit(ctx context.Context, gen *kgo.Generation, parts
 			flush()
 		}
 	}
-}
-
-// readerErrors logs what a kafka-go reader retries on its own (a lost
-// connection, a moved leader): otherwise a partition that stopped being read
-// says nothing.
-func readerErrors(logger *zap.Logger, topic string) kgo.Logger {
-	return kgo.LoggerFunc(func(msg string, args ...any) {
-		logger.Warn("Kafka reader: "+fmt.Sprintf(msg, args...), zap.String("topic", topic))
-	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	kgo "github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
 )
 
 // maxMessageBytes is the largest message a topic takes: a request of up to
@@ -63,7 +64,7 @@ func newWriter(c *Config, topic string, batchSize int) *kgo.Writer {
 	return &kgo.Writer{
 		Addr:         kgo.TCP(c.brokers()...),
 		Topic:        topic,
-		Balancer:     &byTrace{},
+		Balancer:     &kgo.Hash{}, // keyless messages (kept, logs): round robin
 		RequiredAcks: kgo.RequireAll,
 		// A call's messages go out together; waiting for more costs latency
 		// a client is waiting on.
@@ -76,21 +77,10 @@ func newWriter(c *Config, topic string, batchSize int) *kgo.Writer {
 	}
 }
 
-// byTrace partitions every topic by the key, a trace id: FNV-1a of it mod
-// the partition count, as kafka-go's Hash balancer does (messages without a
-// key, the kept and logs topics', round robin). The gateway groups a
-// request's traces by the same function (partitionOf) and keys each group's
+// partitionOf is the index of key's partition among n: FNV-1a of the key
+// mod n, as the writers' kafka-go Hash balancer computes it (tested), so the
+// gateway can group a request's traces by partition and key each group's
 // message by one of its trace ids.
-type byTrace struct{ rr kgo.RoundRobin }
-
-func (b *byTrace) Balance(m kgo.Message, partitions ...int) int {
-	if m.Key == nil {
-		return b.rr.Balance(m, partitions...)
-	}
-	return partitions[partitionOf(m.Key, len(partitions))]
-}
-
-// partitionOf is the index of key's partition among n.
 func partitionOf(key []byte, n int) int {
 	h := uint32(2166136261)
 	for _, c := range key {
@@ -123,4 +113,13 @@ func topicPartitions(ctx context.Context, c *Config, topic string) (int, error) 
 		}
 	}
 	return 0, fmt.Errorf("topic %s has no partitions (does it exist?)", topic)
+}
+
+// readerErrors logs what a kafka-go reader retries on its own (a lost
+// connection, a moved leader): otherwise a partition that stopped being read
+// says nothing.
+func readerErrors(logger *zap.Logger, topic string) kgo.Logger {
+	return kgo.LoggerFunc(func(msg string, args ...any) {
+		logger.Warn("Kafka reader: "+fmt.Sprintf(msg, args...), zap.String("topic", topic))
+	})
 }

@@ -11,7 +11,7 @@ import (
 // The topics' contract says a trace's partition is kafka-go's Hash of its
 // id: another producer keying by trace id with that balancer must land
 // where the gateway's messages do.
-func TestPartitionOfIsKafkaGoHash(t *testing.T) {
+func TestPartitionOfIsTheWritersHash(t *testing.T) {
 	for _, n := range []int{1, 3, 8, 12, 100} {
 		parts := make([]int, n)
 		for i := range parts {
@@ -24,7 +24,7 @@ func TestPartitionOfIsKafkaGoHash(t *testing.T) {
 			binary.BigEndian.PutUint64(id[8:], uint64(i))
 			m := kgo.Message{Key: id[:]}
 			want := (&kgo.Hash{}).Balance(m, parts...)
-			require.Equal(t, want, (&byTrace{}).Balance(m, parts...), "n=%d id=%x", n, id)
+			require.Equal(t, want, partitionOf(id[:], n), "n=%d id=%x", n, id)
 			seen[want] = true
 		}
 		require.Len(t, seen, n, "every partition gets traces")
