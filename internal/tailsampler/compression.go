@@ -51,6 +51,12 @@ func (g *compressionGovernor) compressing(now time.Time) bool {
 	return true
 }
 
+// restarted is told that compression started again for another reason
+// (the buffer passed buffer_compression_above): the grace counts from now.
+func (g *compressionGovernor) restarted(now time.Time) {
+	g.resumedAt.Store(now.UnixNano())
+}
+
 // overloaded is told that a shard needs relief; it returns true when that
 // paused compression.
 func (g *compressionGovernor) overloaded(now time.Time) bool {

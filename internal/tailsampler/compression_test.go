@@ -58,9 +58,9 @@ func TestOverloadPausesCompression(t *testing.T) {
 		h.barrier()
 	}
 	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_compression_pauses"))
-	assert.Nil(t, h.p.dicts.codecFor([]byte("x"), h.clock.Now()), "uncompressed while paused")
+	assert.Nil(t, h.p.dicts.codecFor([]byte("x"), 0, h.clock.Now()), "uncompressed while paused")
 	h.clock.Advance(minCompressionPause)
-	assert.NotNil(t, h.p.dicts.codecFor([]byte("x"), h.clock.Now()), "compressing again after the pause")
+	assert.NotNil(t, h.p.dicts.codecFor([]byte("x"), 0, h.clock.Now()), "compressing again after the pause")
 }
 
 // ptraceFlood is count healthy 10-span traces from number first on, with a

@@ -81,6 +81,14 @@ type Config struct {
 	// retried after a pause of 1 min doubling to 10 min. Default true.
 	BufferCompression bool `mapstructure:"buffer_compression"`
 
+	// BufferCompressionAbove is the share of max_buffered_bytes the buffer
+	// must hold before new frames are compressed; compression stops again
+	// below three quarters of it. Below it the memory compression saves is
+	// not needed, and compressing is a fifth of a distributed-mode
+	// sampler's CPU. 0 (the default) compresses from the first span. Must
+	// be at least 0 and below 0.9, where the shards start deciding early.
+	BufferCompressionAbove float64 `mapstructure:"buffer_compression_above"`
+
 	// GoMemoryLimit is the Go runtime's soft memory limit this sampler holds
 	// while it runs. The buffer itself lives outside the Go heap and is not
 	// counted; the heap is the working set (requests being scanned, kept
@@ -255,6 +263,9 @@ func (c *Config) Validate() error {
 	if c.MaxBufferedBytes < minBufferedBytesPerShard*int64(c.shards()) {
 		errs = append(errs, fmt.Errorf("`max_buffered_bytes` must be at least %d (1 MiB per shard), got %d",
 			minBufferedBytesPerShard*int64(c.shards()), c.MaxBufferedBytes))
+	}
+	if !(c.BufferCompressionAbove >= 0 && c.BufferCompressionAbove < 0.9) {
+		errs = append(errs, fmt.Errorf("`buffer_compression_above` must be in [0, 0.9), got %v", c.BufferCompressionAbove))
 	}
 	if c.GoMemoryLimit < -1 {
 		errs = append(errs, fmt.Errorf("`go_memory_limit` must be -1 (off), 0 (auto) or a size in bytes, got %d", c.GoMemoryLimit))

@@ -165,6 +165,8 @@ func TestValidateInvalid(t *testing.T) {
 		{"zero trace bytes", func(c *Config) { c.MaxTraceBytes = 0 }, "`max_trace_bytes`"},
 		{"zero spans per trace", func(c *Config) { c.MaxSpansPerTrace = 0 }, "`max_spans_per_trace`"},
 		{"memory limit below -1", func(c *Config) { c.GoMemoryLimit = -2 }, "`go_memory_limit`"},
+		{"compression above the early-decision mark", func(c *Config) { c.BufferCompressionAbove = 0.9 }, "`buffer_compression_above`"},
+		{"compression above a negative share", func(c *Config) { c.BufferCompressionAbove = -0.1 }, "`buffer_compression_above`"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -205,6 +205,12 @@ const (
 type dictTrainer struct {
 	enabled bool
 	gov     *compressionGovernor // nil when not enabled
+	// above is the buffered bytes from which new frames are compressed
+	// (buffer_compression_above); 0: always. on says whether they are:
+	// compression starts at above and stops below three quarters of it, so
+	// that few traces straddle a change (their chunks are transcoded).
+	above   int64
+	on      atomic.Bool
 	current atomic.Pointer[codec]
 	due     atomic.Int64 // unix nanoseconds at which to start collecting a new sample
 
@@ -212,25 +218,49 @@ type dictTrainer struct {
 	sample []byte
 }
 
-func newDictTrainer(enabled bool, grace time.Duration, now time.Time) *dictTrainer {
-	t := &dictTrainer{enabled: enabled}
+func newDictTrainer(enabled bool, above int64, grace time.Duration, now time.Time) *dictTrainer {
+	t := &dictTrainer{enabled: enabled, above: above}
 	if enabled {
 		t.current.Store(&codec{})
 		t.gov = newCompressionGovernor(grace, now)
+		t.on.Store(above <= 0)
 	}
 	return t
 }
 
 // codecFor returns the codec for a request whose chunks encode to plain,
-// first adding plain to the training sample when one is being collected.
-func (t *dictTrainer) codecFor(plain []byte, now time.Time) *codec {
-	if !t.enabled || !t.gov.compressing(now) {
+// the buffer holding buffered bytes, first adding plain to the training
+// sample when one is being collected.
+func (t *dictTrainer) codecFor(plain []byte, buffered int64, now time.Time) *codec {
+	if !t.enabled || !t.wanted(buffered, now) || !t.gov.compressing(now) {
 		return nil
 	}
 	if now.UnixNano() >= t.due.Load() && len(plain) > 0 {
 		t.collect(plain, now)
 	}
 	return t.current.Load()
+}
+
+// wanted reports whether a buffer holding buffered bytes compresses new
+// frames (buffer_compression_above).
+func (t *dictTrainer) wanted(buffered int64, now time.Time) bool {
+	if t.above <= 0 {
+		return true
+	}
+	on := t.on.Load()
+	switch {
+	case !on && buffered >= t.above:
+		if t.on.CompareAndSwap(false, true) {
+			// Relief counts against compression only once the buffer
+			// has had time to fill with compressed traces.
+			t.gov.restarted(now)
+		}
+		return true
+	case on && buffered < t.above/4*3:
+		t.on.Store(false)
+		return false
+	}
+	return on
 }
 
 func (t *dictTrainer) collect(plain []byte, now time.Time) {

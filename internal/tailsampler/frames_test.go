@@ -69,22 +69,22 @@ func TestCodecsRoundTrip(t *testing.T) {
 }
 
 func TestDictTrainer(t *testing.T) {
-	assert.Nil(t, newDictTrainer(false, time.Minute, time.Now()).codecFor(make([]byte, 100<<10), time.Now()), "buffer_compression off")
+	assert.Nil(t, newDictTrainer(false, 0, time.Minute, time.Now()).codecFor(make([]byte, 100<<10), 0, time.Now()), "buffer_compression off")
 
-	tr := newDictTrainer(true, time.Minute, time.Unix(1000, 0))
+	tr := newDictTrainer(true, 0, time.Minute, time.Unix(1000, 0))
 	now := time.Unix(1000, 0)
-	first := tr.codecFor(bytes.Repeat([]byte("a"), 10<<10), now)
+	first := tr.codecFor(bytes.Repeat([]byte("a"), 10<<10), 0, now)
 	require.NotNil(t, first)
 	assert.Nil(t, first.dict, "plain S2 until enough traffic was seen")
-	second := tr.codecFor(bytes.Repeat([]byte("b"), 10<<10), now)
+	second := tr.codecFor(bytes.Repeat([]byte("b"), 10<<10), 0, now)
 	require.NotNil(t, second.dict, "trained once a quarter of a dictionary was collected")
-	assert.Same(t, second, tr.codecFor(make([]byte, 100<<10), now.Add(dictRefresh-time.Second)), "kept until dictRefresh")
+	assert.Same(t, second, tr.codecFor(make([]byte, 100<<10), 0, now.Add(dictRefresh-time.Second)), "kept until dictRefresh")
 
 	// Retraining takes a slice of each of several requests.
 	later := now.Add(dictRefresh)
 	var got *codec
 	for i := range dictSampleSize / dictSamplePerCall {
-		got = tr.codecFor(bytes.Repeat([]byte{byte('c' + i)}, 100<<10), later)
+		got = tr.codecFor(bytes.Repeat([]byte{byte('c' + i)}, 100<<10), 0, later)
 		if i < dictSampleSize/dictSamplePerCall-1 {
 			assert.Same(t, second, got, "request %d", i)
 		}
@@ -147,4 +147,64 @@ func TestFrameBytesMetric(t *testing.T) {
 	assert.Equal(t, h.p.mem.inUse.Load()+50*chunkOverhead, used, "the buffer accounts the blocks holding the stored bytes")
 	assert.InDelta(t, stored, h.p.mem.inUse.Load(), float64(stored)/8, "blocks round frames up by at most 12.5 %")
 	require.NoError(t, h.p.Shutdown(context.Background()))
+}
+
+// buffer_compression_above: frames are stored plain until the buffer holds
+// the share, compressed from then on, and plain again below three quarters
+// of it; the governor's grace starts when compression does.
+func TestCompressionAbove(t *testing.T) {
+	start := time.Unix(1000, 0)
+	tr := newDictTrainer(true, 1000, time.Minute, start)
+	plain := make([]byte, 100)
+	assert.Nil(t, tr.codecFor(plain, 0, start), "an empty buffer")
+	assert.Nil(t, tr.codecFor(plain, 999, start))
+	on := start.Add(time.Hour)
+	assert.NotNil(t, tr.codecFor(plain, 1000, on), "the buffer holds the share")
+	assert.Equal(t, on.UnixNano(), tr.gov.resumedAt.Load(), "relief counts against compression from now on")
+	assert.NotNil(t, tr.codecFor(plain, 750, on), "still above three quarters of it")
+	assert.Nil(t, tr.codecFor(plain, 749, on), "below: plain again")
+	assert.Nil(t, tr.codecFor(plain, 999, on))
+}
+
+// A trace whose first chunk came while the buffer was nearly empty (stored
+// plain) and whose last came once it was past buffer_compression_above
+// (compressed) is kept whole, byte for byte.
+func TestTraceStraddlingCompressionAboveIsKeptWhole(t *testing.T) {
+	cfg := testConfig()
+	cfg.MaxBufferedBytes = 4 << 20
+	cfg.BufferCompressionAbove = 0.25
+	h := newHarness(t, cfg)
+	var sent []spanSpec
+	for i := uint64(1); i <= 4; i++ {
+		sent = append(sent, spanSpec{trace: 5, span: i, parent: i - 1, dur: time.Millisecond, err: i == 4,
+			attrs: map[string]any{"n": fmt.Sprint(i)}})
+	}
+	h.consume(request(t, "svc", sent[:2]...))
+	h.barrier()
+	require.Nil(t, h.p.shards[0].traces[tid(5)].codec, "stored plain while the buffer is nearly empty")
+	assert.InDelta(t, h.counter("otelcol_tracesift_sampler_frame_bytes", attribute.String("form", "plain")),
+		h.counter("otelcol_tracesift_sampler_frame_bytes", attribute.String("form", "stored")), 4,
+		"plain frames: their bytes and a length prefix")
+
+	// Healthy traces until the buffer holds a quarter of its bound.
+	for n := uint64(100); h.p.buffered() < cfg.MaxBufferedBytes/4; n += 50 {
+		h.consume(ptraceFlood(t, n, 50))
+		h.barrier()
+	}
+	plainBefore := h.counter("otelcol_tracesift_sampler_frame_bytes", attribute.String("form", "plain"))
+	storedBefore := h.counter("otelcol_tracesift_sampler_frame_bytes", attribute.String("form", "stored"))
+	h.consume(request(t, "svc", sent[2:]...))
+	h.barrier()
+	assert.Less(t, h.counter("otelcol_tracesift_sampler_frame_bytes", attribute.String("form", "stored"))-storedBefore,
+		h.counter("otelcol_tracesift_sampler_frame_bytes", attribute.String("form", "plain"))-plainBefore,
+		"compressed once the buffer holds the share")
+	require.Nil(t, h.p.shards[0].traces[tid(5)].codec, "the trace keeps its codec")
+	h.decideAfterWait()
+
+	want := ptrace.NewTraces()
+	appendResource(t, want, "svc", sent[:2]...)
+	appendResource(t, want, "svc", sent[2:]...)
+	require.Len(t, h.sink.AllTraces(), 1)
+	assert.Equal(t, want, h.sink.AllTraces()[0])
+	assert.Zero(t, h.p.shards[0].used.Load())
 }

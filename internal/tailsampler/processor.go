@@ -127,7 +127,8 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		memoryLimit: cfg.goMemoryLimit(),
 		// Relief counts against compression once it has run for two
 		// decision waits, when the buffer holds compressed traces only.
-		dicts:    newDictTrainer(cfg.BufferCompression, 2*cfg.DecisionWait, time.Now()),
+		dicts: newDictTrainer(cfg.BufferCompression, int64(cfg.BufferCompressionAbove*float64(cfg.MaxBufferedBytes)),
+			2*cfg.DecisionWait, time.Now()),
 		mem:      &frameMemory{},
 		stopping: make(chan struct{}),
 	}
@@ -502,7 +503,7 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 		b.plainEnd = len(sc.plain)
 		b.tailRes, b.tail = sc.enc.ResourceTail()
 	}
-	cd := p.dicts.codecFor(sc.plain, p.now())
+	cd := p.dicts.codecFor(sc.plain, p.buffered(), p.now())
 	sc.tails = sc.tails[:0]
 	sc.tailAt = slices.Grow(sc.tailAt[:0], len(req.Resources))[:len(req.Resources)]
 	clear(sc.tailAt)
@@ -537,6 +538,15 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 	p.tel.TracesiftSamplerFrameBytes.Add(context.Background(), int64(len(sc.plain)), p.tel.formPlain)
 	p.tel.TracesiftSamplerFrameBytes.Add(context.Background(), int64(stored), p.tel.formStored)
 	return received, invalid
+}
+
+// buffered is the accounted memory queued for and buffered in the shards.
+func (p *sampler) buffered() int64 {
+	var n int64
+	for _, sh := range p.shards {
+		n += sh.used.Load()
+	}
+	return n
 }
 
 // partition lays the chunks out shard by shard, in batches the shards
