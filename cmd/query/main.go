@@ -48,6 +48,11 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	dsn := flags.String("dsn", getenv("TRACESIFT_CLICKHOUSE_DSN"), "ClickHouse server DSN, e.g. clickhouse://default:@localhost:9000 (env TRACESIFT_CLICKHOUSE_DSN)")
 	db := flags.String("database", envOr("TRACESIFT_DATABASE", "tracesift"), "database holding tracesift's tables (env TRACESIFT_DATABASE)")
 	logWindow := flags.Duration("log-window", time.Hour, "how far around a trace its logs are looked for")
+	maxSpans := flags.Int("max-spans-per-trace", store.DefaultMaxSpansPerTrace, "spans returned with a trace at most (its earliest)")
+	maxTime := flags.Duration("max-query-time", store.DefaultMaxQueryTime, "bound on each statement of a read (max_execution_time); past it the read is answered 400")
+	maxMemory := flags.Int64("max-query-memory", store.DefaultMaxQueryMemory, "bound on each statement's memory in bytes (max_memory_usage)")
+	concurrent := flags.Int("max-concurrent-queries", query.DefaultLimits.MaxConcurrent, "requests reading the store at once; the rest wait up to -queue-wait, then get 503")
+	queueWait := flags.Duration("queue-wait", query.DefaultLimits.QueueWait, "how long a request waits for its turn")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -62,6 +67,10 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	}
 	if *logWindow <= 0 {
 		return fmt.Errorf("-log-window must be positive, got %s", *logWindow)
+	}
+	if *maxSpans <= 0 || *maxTime < 100*time.Millisecond || *maxMemory < 16<<20 || *concurrent < 1 || *queueWait <= 0 {
+		return errors.New("-max-spans-per-trace, -max-concurrent-queries and -queue-wait must be positive, " +
+			"-max-query-time at least 100ms, -max-query-memory at least 16 MiB")
 	}
 	logger, err := zap.NewProduction()
 	if err != nil {
@@ -78,8 +87,10 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	srv := &http.Server{
-		Addr:              *listen,
-		Handler:           query.NewHandler(store.NewReader(conn, *db, store.ReaderConfig{LogWindow: *logWindow}), logger),
+		Addr: *listen,
+		Handler: query.NewHandler(store.NewReader(conn, *db, store.ReaderConfig{LogWindow: *logWindow, MaxSpans: *maxSpans,
+			MaxQueryTime: *maxTime, MaxQueryMemory: *maxMemory}), logger,
+			query.WithLimits(query.Limits{MaxConcurrent: *concurrent, QueueWait: *queueWait})),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	errc := make(chan error, 1)

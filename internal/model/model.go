@@ -140,6 +140,9 @@ type Trace struct {
 	// SkewedPairs are, as read from the store, the latest estimates near the
 	// trace's time of host pairs among its hosts that were skewed.
 	SkewedPairs []ClockPair
+	// Truncated says the trace has more spans than the reader returns
+	// (its earliest are in Spans).
+	Truncated bool
 }
 
 // Finding is what an analyzer says about a trace.

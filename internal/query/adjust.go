@@ -24,7 +24,7 @@ func traceJSON(t *model.Trace, brief bool) any {
 
 func traceOf[S Span | SpanBrief](t *model.Trace, v traceView, span func(*model.Span, func(string, uint64) uint64) S) *TraceOf[S] {
 	out := &TraceOf[S]{TraceID: t.TraceID, Spans: make([]S, len(t.Spans)), Logs: make([]Log, len(t.Logs)),
-		Findings: make([]Finding, len(v.findings)), ClockOffsets: v.offsets}
+		Findings: make([]Finding, len(v.findings)), ClockOffsets: v.offsets, Truncated: t.Truncated}
 	for i := range t.Spans {
 		out.Spans[i] = span(&t.Spans[i], v.adj.Time)
 	}

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	json "github.com/goccy/go-json"
 
@@ -36,9 +37,42 @@ type TraceReader interface {
 	ClockPairs(ctx context.Context, start, end int64) ([]model.ClockPair, error)
 }
 
+// Limits bound the reads the API runs at once.
+type Limits struct {
+	// MaxConcurrent is how many requests may read the store at once; the
+	// embedded engine runs one statement at a time, so more only queue
+	// there. Default 4.
+	MaxConcurrent int
+	// QueueWait is how long a request waits for its turn before it is
+	// answered 503 with Retry-After. Default 2 s.
+	QueueWait time.Duration
+}
+
+// DefaultLimits are the limits of a handler made without WithLimits.
+var DefaultLimits = Limits{MaxConcurrent: 4, QueueWait: 2 * time.Second}
+
+// Option configures NewHandler.
+type Option func(*api)
+
+// WithLimits sets the handler's limits; zero fields keep their defaults.
+func WithLimits(l Limits) Option {
+	return func(a *api) {
+		if l.MaxConcurrent > 0 {
+			a.limits.MaxConcurrent = l.MaxConcurrent
+		}
+		if l.QueueWait > 0 {
+			a.limits.QueueWait = l.QueueWait
+		}
+	}
+}
+
 // NewHandler returns the API's routes over r.
-func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
-	a := &api{reader: r, logger: logger}
+func NewHandler(r TraceReader, logger *zap.Logger, opts ...Option) http.Handler {
+	a := &api{reader: r, logger: logger, limits: DefaultLimits}
+	for _, o := range opts {
+		o(a)
+	}
+	a.slots = make(chan struct{}, a.limits.MaxConcurrent)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/v1/traces/{traceId}", a.getTrace)
 	mux.HandleFunc("GET /api/v1/traces/{traceId}/spans/{spanId}", a.getSpan)
@@ -59,12 +93,62 @@ func NewHandler(r TraceReader, logger *zap.Logger) http.Handler {
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path+" (see the README's API section)")
 	})
-	return mux
+	return a.queued(mux)
 }
 
 type api struct {
 	reader TraceReader
 	logger *zap.Logger
+	limits Limits
+	slots  chan struct{} // one per request reading the store
+}
+
+// queued runs the API's reads (paths under /api/) at most MaxConcurrent at
+// a time. A request waits for its turn up to QueueWait, then is answered
+// 503 with Retry-After; one whose client went away while it waited runs no
+// query.
+func (a *api) queued(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		timer := time.NewTimer(a.limits.QueueWait)
+		defer timer.Stop()
+		select {
+		case a.slots <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		case <-timer.C:
+			w.Header().Set("Retry-After", "1")
+			msg := fmt.Sprintf("too many queries in flight (%d at a time); retry shortly", a.limits.MaxConcurrent)
+			if strings.HasPrefix(r.URL.Path, "/api/v1/") {
+				writeError(w, http.StatusServiceUnavailable, msg)
+			} else {
+				jaegerFail(w, http.StatusServiceUnavailable, msg)
+			}
+			return
+		}
+		defer func() { <-a.slots }()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// failed answers for a read that failed with err, saying what failed (e.g.
+// "searching logs"): 400 when the read met the store's limits (the client
+// asked for too much), nothing when the client went away, 500 otherwise.
+// fail writes the answer in the route's format.
+func (a *api) failed(r *http.Request, fail func(code int, msg string), what string, err error) {
+	switch {
+	case store.IsQueryLimit(err):
+		fail(http.StatusBadRequest, what+" exceeded the store's limits on a query's time or memory: "+
+			"narrow the window or add filters")
+	case r.Context().Err() != nil:
+		// The client went away; nobody reads the answer.
+	default:
+		a.logger.Error(what+" failed", zap.Error(err))
+		fail(http.StatusInternalServerError, what+" failed; see the server log")
+	}
 }
 
 type errorBody struct {
@@ -116,8 +200,7 @@ func (a *api) readTrace(w http.ResponseWriter, r *http.Request) *model.Trace {
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "trace "+id+" is not stored (never received, not kept by the sampler, or expired)")
 	case err != nil:
-		a.logger.Error("reading a trace failed", zap.String("trace_id", id), zap.Error(err))
-		writeError(w, http.StatusInternalServerError, "reading the trace failed; see the server log")
+		a.failed(r, func(code int, msg string) { writeError(w, code, msg) }, "reading trace "+id, err)
 	default:
 		return t
 	}
@@ -137,12 +220,11 @@ func boolParam(q url.Values, name string) (bool, error) {
 	return b, nil
 }
 
-// answer writes v with 200, or, when the store failed (err), logs err and
-// answers 500 saying what failed (e.g. "searching logs").
-func (a *api) answer(w http.ResponseWriter, what string, v any, err error) {
+// answer writes v with 200, or, when the store failed (err), answers as
+// failed says.
+func (a *api) answer(w http.ResponseWriter, r *http.Request, what string, v any, err error) {
 	if err != nil {
-		a.logger.Error(what+" failed", zap.Error(err))
-		writeError(w, http.StatusInternalServerError, what+" failed; see the server log")
+		a.failed(r, func(code int, msg string) { writeError(w, code, msg) }, what, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, v)

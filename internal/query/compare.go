@@ -62,7 +62,7 @@ func (a *api) getCompare(w http.ResponseWriter, r *http.Request) {
 		out = append(out, DimensionShare{Key: v.Key, Value: v.Value, Failing: round4(v.FailingShare),
 			Healthy: round4(v.HealthyShare), Lift: round4(v.Lift), FailingCount: v.Failing, HealthyCount: v.Healthy})
 	}
-	a.answer(w, "comparing failing and healthy requests", struct {
+	a.answer(w, r, "comparing failing and healthy requests", struct {
 		Start      int64            `json:"start,string"`
 		End        int64            `json:"end,string"`
 		Slow       string           `json:"slow"`

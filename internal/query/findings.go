@@ -17,7 +17,13 @@ const (
 	defaultFindingsLimit = 100
 	maxFindingsLimit     = 1000
 	maxParamLen          = 256
+	// maxQueryWindow bounds every read's window: an all-time query is
+	// refused, not run (maxScanWindow is tighter for reads of raw spans).
+	maxQueryWindow = 31 * 24 * time.Hour
 )
+
+// windowText is d in days ("7 days").
+func windowText(d time.Duration) string { return fmt.Sprintf("%d days", int(d/(24*time.Hour))) }
 
 // getFindings serves GET /api/v1/findings?kind=&service=&start=&end=&limit=:
 // findings aggregated across traces by kind, service and subject (slowest
@@ -37,7 +43,7 @@ func (a *api) getFindings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sums, err := a.reader.GetFindingSummaries(r.Context(), f)
-	a.answer(w, "aggregating findings", struct {
+	a.answer(w, r, "aggregating findings", struct {
 		Start    int64            `json:"start,string"`
 		End      int64            `json:"end,string"`
 		Findings []FindingSummary `json:"findings"`
@@ -48,6 +54,11 @@ func (a *api) getFindings(w http.ResponseWriter, r *http.Request) {
 // searches: end defaults to now, start to end − span, limit to def (at most
 // max). msg is the 400 message when one is invalid.
 func window(q url.Values, now time.Time, span time.Duration, def, max int) (start, end int64, limit int, msg string) {
+	return windowUpTo(q, now, span, def, max, maxQueryWindow)
+}
+
+// windowUpTo is window for a read whose window is at most longest.
+func windowUpTo(q url.Values, now time.Time, span time.Duration, def, max int, longest time.Duration) (start, end int64, limit int, msg string) {
 	var err error
 	if end, err = timeParam(q.Get("end"), now); err != nil {
 		return 0, 0, 0, "`end`: " + err.Error()
@@ -57,6 +68,9 @@ func window(q url.Values, now time.Time, span time.Duration, def, max int) (star
 	}
 	if start > end {
 		return 0, 0, 0, "`start` is after `end`"
+	}
+	if end-start > int64(longest) {
+		return 0, 0, 0, "the window from `start` to `end` is at most " + windowText(longest)
 	}
 	limit = def
 	if v := q.Get("limit"); v != "" {

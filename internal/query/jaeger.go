@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
-
 	"github.com/tracesift/tracesift/internal/store"
 )
 
@@ -40,10 +38,9 @@ func (a *api) routeJaeger(mux *http.ServeMux) {
 
 // jaegerAnswer writes data in Jaeger's envelope, or, when the store failed
 // (err), logs err and answers 500 saying what failed.
-func (a *api) jaegerAnswer(w http.ResponseWriter, what string, data any, total int, err error) {
+func (a *api) jaegerAnswer(w http.ResponseWriter, r *http.Request, what string, data any, total int, err error) {
 	if err != nil {
-		a.logger.Error(what+" failed", zap.Error(err))
-		jaegerFail(w, http.StatusInternalServerError, what+" failed; see the server log")
+		a.failed(r, func(code int, msg string) { jaegerFail(w, code, msg) }, what, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, jaegerResponse{Data: data, Total: total})
@@ -58,7 +55,7 @@ func jaegerFail(w http.ResponseWriter, code int, msg string) {
 func (a *api) jaegerServices(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	names, err := a.reader.Services(r.Context(), now.Add(-namesRange).UnixNano(), now.UnixNano())
-	a.jaegerAnswer(w, "listing services", names, len(names), err)
+	a.jaegerAnswer(w, r, "listing services", names, len(names), err)
 }
 
 // jaegerOperations serves GET /api/services/{service}/operations: the
@@ -71,7 +68,7 @@ func (a *api) jaegerOperations(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	names, err := a.reader.Operations(r.Context(), service, now.Add(-namesRange).UnixNano(), now.UnixNano())
-	a.jaegerAnswer(w, "listing operations", names, len(names), err)
+	a.jaegerAnswer(w, r, "listing operations", names, len(names), err)
 }
 
 // jaegerTraceIDParam reads a trace id as Jaeger takes it: up to 32 hex
@@ -99,10 +96,10 @@ func (a *api) jaegerTrace(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		a.jaegerAnswer(w, "reading a trace", nil, 0, err)
+		a.jaegerAnswer(w, r, "reading a trace", nil, 0, err)
 		return
 	}
-	a.jaegerAnswer(w, "", []jaegerTrace{jaegerTraceOf(t)}, 0, nil)
+	a.jaegerAnswer(w, r, "", []jaegerTrace{jaegerTraceOf(t)}, 0, nil)
 }
 
 // jaegerSearch serves GET /api/traces?service=&operation=&tags=&minDuration=
@@ -121,7 +118,7 @@ func (a *api) jaegerSearch(w http.ResponseWriter, r *http.Request) {
 	}
 	found, err := a.reader.SearchTraces(r.Context(), f)
 	if err != nil {
-		a.jaegerAnswer(w, "searching traces", nil, 0, err)
+		a.jaegerAnswer(w, r, "searching traces", nil, 0, err)
 		return
 	}
 	traces := make([]jaegerTrace, 0, len(found))
@@ -131,12 +128,12 @@ func (a *api) jaegerSearch(w http.ResponseWriter, r *http.Request) {
 			continue // expired since the search: Grafana's table needs a span a trace
 		}
 		if err != nil {
-			a.jaegerAnswer(w, "reading a trace", nil, 0, err)
+			a.jaegerAnswer(w, r, "reading a trace", nil, 0, err)
 			return
 		}
 		traces = append(traces, jaegerTraceOf(t))
 	}
-	a.jaegerAnswer(w, "", traces, 0, nil)
+	a.jaegerAnswer(w, r, "", traces, 0, nil)
 }
 
 func jaegerSearchFilter(q map[string][]string, now time.Time) (store.TracesFilter, string) {
@@ -178,8 +175,9 @@ func jaegerSearchFilter(q map[string][]string, now time.Time) (store.TracesFilte
 			f.ErrorsOnly = true
 			continue
 		}
-		if k == "" || len(k) > maxParamLen || len(v) > maxParamLen {
-			return f, fmt.Sprintf("tag %q: keys are 1 to %d bytes, values at most %d", k, maxParamLen, maxParamLen)
+		if k == "" || len(k) > maxParamLen || v == "" || len(v) > maxParamLen {
+			return f, fmt.Sprintf("tag %q: keys and values are 1 to %d bytes (an empty value would match every span)",
+				k, maxParamLen)
 		}
 		f.Attributes = append(f.Attributes, store.AttributeFilter{Key: k, Value: v})
 	}
@@ -218,6 +216,9 @@ func jaegerSearchFilter(q map[string][]string, now time.Time) (store.TracesFilte
 	}
 	if start > end {
 		return f, "'start' is after 'end'"
+	}
+	if end-start > int64(maxQueryWindow) {
+		return f, fmt.Sprintf("the window from 'start' to 'end' is at most %s", windowText(maxQueryWindow))
 	}
 	f.Start, f.End = start, end
 	if v := get("limit"); v != "" {
@@ -261,5 +262,5 @@ func (a *api) jaegerDependencies(w http.ResponseWriter, r *http.Request) {
 	for i, d := range deps {
 		out[i] = jaegerDependency{Parent: d.Parent, Child: d.Child, CallCount: d.Calls}
 	}
-	a.jaegerAnswer(w, "reading dependencies", out, len(out), err)
+	a.jaegerAnswer(w, r, "reading dependencies", out, len(out), err)
 }

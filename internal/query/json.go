@@ -21,6 +21,9 @@ type TraceOf[S Span | SpanBrief] struct {
 	// in nanoseconds: clock(host) − clock(the root's host). Hosts without an
 	// offset are absent.
 	ClockOffsets map[string]int64 `json:"clockOffsets"`
+	// Truncated is true when the trace has more spans than the store's
+	// max_spans_per_trace: Spans are its earliest.
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // Status is a span's status.

@@ -51,7 +51,7 @@ func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	logs, err := a.reader.SearchLogs(r.Context(), f)
-	a.answer(w, "searching logs", struct {
+	a.answer(w, r, "searching logs", struct {
 		Start int64      `json:"start,string"`
 		End   int64      `json:"end,string"`
 		Logs  []LogMatch `json:"logs"`

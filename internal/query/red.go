@@ -138,7 +138,7 @@ func (a *api) getRED(w http.ResponseWriter, r *http.Request) {
 	for i := range groups {
 		out[i] = redGroupJSON(&groups[i])
 	}
-	a.answer(w, "reading RED", struct {
+	a.answer(w, r, "reading RED", struct {
 		Start  int64      `json:"start,string"`
 		End    int64      `json:"end,string"`
 		Groups []REDGroup `json:"groups"`

@@ -75,7 +75,7 @@ func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	traces, err := a.reader.SearchTraces(r.Context(), f)
-	a.answer(w, "searching traces", struct {
+	a.answer(w, r, "searching traces", struct {
 		Traces []TraceSummary `json:"traces"`
 	}{traceSummaries(traces)}, err)
 }
@@ -89,7 +89,7 @@ func (a *api) listServices(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	names, err := a.reader.Services(r.Context(), start, end)
-	a.answer(w, "listing services", map[string][]string{"services": names}, err)
+	a.answer(w, r, "listing services", map[string][]string{"services": names}, err)
 }
 
 // listOperations serves GET /api/v1/services/{service}/operations: the span
@@ -106,17 +106,14 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	names, err := a.reader.Operations(r.Context(), service, start, end)
-	a.answer(w, "listing operations", map[string][]string{"operations": names}, err)
+	a.answer(w, r, "listing operations", map[string][]string{"operations": names}, err)
 }
 
 // scanWindow reads the window of a read that scans the stored spans or
 // offsets in it (the last hour by default, at most maxScanWindow), or
 // answers 400 and returns false.
 func scanWindow(w http.ResponseWriter, r *http.Request) (start, end int64, ok bool) {
-	start, end, _, msg := window(r.URL.Query(), time.Now(), defaultTracesRange, 1, 1)
-	if msg == "" && end-start > int64(maxScanWindow) {
-		msg = "the window is at most 7 days"
-	}
+	start, end, _, msg := windowUpTo(r.URL.Query(), time.Now(), defaultTracesRange, 1, 1, maxScanWindow)
 	if msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return 0, 0, false
@@ -142,7 +139,7 @@ func (a *api) getDependencies(w http.ResponseWriter, r *http.Request) {
 			out[i].ErrorRate = float64(d.Errors) / float64(d.Calls)
 		}
 	}
-	a.answer(w, "reading dependencies", struct {
+	a.answer(w, r, "reading dependencies", struct {
 		Start        int64        `json:"start,string"`
 		End          int64        `json:"end,string"`
 		Dependencies []Dependency `json:"dependencies"`
@@ -168,7 +165,7 @@ func (a *api) getClockSkew(w http.ResponseWriter, r *http.Request) {
 		last.Points = append(last.Points, ClockPoint{TimeUnixNano: p.TimeUnixNano, OffsetMs: float64(p.OffsetNanos) / 1e6,
 			Samples: p.Samples})
 	}
-	a.answer(w, "reading clock offsets", struct {
+	a.answer(w, r, "reading clock offsets", struct {
 		Start int64       `json:"start,string"`
 		End   int64       `json:"end,string"`
 		Pairs []ClockPair `json:"pairs"`
@@ -189,8 +186,9 @@ func attributeFilters(q url.Values) ([]store.AttributeFilter, string) {
 			return nil, fmt.Sprintf("`attr.KEY`: the key must be 1 to %d bytes", maxParamLen)
 		}
 		for _, v := range values {
-			if len(v) > maxParamLen {
-				return nil, fmt.Sprintf("`%s`: the value must be at most %d bytes", key, maxParamLen)
+			if v == "" || len(v) > maxParamLen {
+				return nil, fmt.Sprintf("`%s`: the value must be 1 to %d bytes (an empty one would match every span)",
+					key, maxParamLen)
 			}
 			out = append(out, store.AttributeFilter{Key: name, Value: v})
 		}

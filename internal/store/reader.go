@@ -40,14 +40,32 @@ func ValidTraceID(id string) bool {
 	return traceIDRe.MatchString(id) && id != zeroTraceID
 }
 
-// ReaderConfig bounds what a trace read returns.
+// ReaderConfig bounds what a read returns and what it may cost.
 type ReaderConfig struct {
 	// LogWindow is how far before the trace's first span and after its last
 	// one its logs are looked for.
 	LogWindow time.Duration
 	// MaxLogs caps the logs returned with one trace.
 	MaxLogs int
+	// MaxSpans caps the spans returned with one trace (its earliest);
+	// Trace.Truncated says when it had more. Default 100 000.
+	MaxSpans int
+	// MaxQueryTime bounds each statement of a read in the engine
+	// (max_execution_time): past it the read fails with a query-limit error
+	// (IsQueryLimit). The embedded engine runs one statement at a time, so
+	// this is also the longest a read holds inserts back. Default 4 s.
+	MaxQueryTime time.Duration
+	// MaxQueryMemory bounds each statement's memory in the engine
+	// (max_memory_usage), in bytes. Default 1 GiB.
+	MaxQueryMemory int64
 }
+
+// Defaults of ReaderConfig.
+const (
+	DefaultMaxSpansPerTrace = 100000
+	DefaultMaxQueryTime     = 4 * time.Second
+	DefaultMaxQueryMemory   = 1 << 30
+)
 
 // Reader answers the query API from the store.
 type Reader struct {
@@ -78,15 +96,41 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	if cfg.MaxLogs <= 0 {
 		cfg.MaxLogs = 10000
 	}
+	if cfg.MaxSpans <= 0 {
+		cfg.MaxSpans = DefaultMaxSpansPerTrace
+	}
+	if cfg.MaxQueryTime <= 0 {
+		cfg.MaxQueryTime = DefaultMaxQueryTime
+	}
+	if cfg.MaxQueryMemory <= 0 {
+		cfg.MaxQueryMemory = DefaultMaxQueryMemory
+	}
+	limited := func(q string) string { return withQueryLimits(q, cfg) }
 	return &Reader{conn: conn, cfg: cfg,
-		spans: Query("trace_spans", db),
-		logs:  Query("trace_logs", db), findings: Query("trace_findings", db),
-		summary:   Query("findings_summary", db),
-		logSearch: Query("logs_search", db), logsKept: Query("logs_kept", db), resources: Query("trace_resources", db),
-		traceSearch: Query("traces_search", db), services: Query("services", db), operations: Query("operations", db),
-		redQuery: redQuery("red", db), redTallies: redQuery("red_tallies", db), dependencies: Query("dependencies", db),
-		clockPairs: Query("clock_pairs", db),
+		spans: limited(Query("trace_spans", db)),
+		logs:  limited(Query("trace_logs", db)), findings: limited(Query("trace_findings", db)),
+		summary:   limited(Query("findings_summary", db)),
+		logSearch: limited(Query("logs_search", db)), logsKept: limited(Query("logs_kept", db)),
+		resources:   limited(Query("trace_resources", db)),
+		traceSearch: limited(Query("traces_search", db)), services: limited(Query("services", db)),
+		operations: limited(Query("operations", db)),
+		redQuery:   limited(redQuery("red", db)), redTallies: limited(redQuery("red_tallies", db)),
+		dependencies: limited(Query("dependencies", db)), clockPairs: limited(Query("clock_pairs", db)),
 		spansTable: db + ".spans"}
+}
+
+// settingsRe finds a query's own SETTINGS clause, on its last line.
+var settingsRe = regexp.MustCompile(`\nSETTINGS [^\n]*\s*$`)
+
+// withQueryLimits is q with the reader's limits in its SETTINGS clause, so
+// that the embedded engine and a server bound it alike.
+func withQueryLimits(q string, cfg ReaderConfig) string {
+	limits := fmt.Sprintf("max_execution_time = %g, max_memory_usage = %d", cfg.MaxQueryTime.Seconds(), cfg.MaxQueryMemory)
+	q = strings.TrimRight(q, " \n;")
+	if settingsRe.MatchString(q) {
+		return q + ", " + limits + "\n"
+	}
+	return q + "\nSETTINGS " + limits + "\n"
 }
 
 // GetTrace returns the trace's spans, logs, findings and clock offsets, or
@@ -99,7 +143,11 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	t := &model.Trace{TraceID: traceID, Spans: []model.Span{}, Logs: []model.Log{}, Findings: []model.Finding{},
 		ClockOffsets: map[string]int64{}}
 	var resourceIDs []uint64 // of each span
-	err := r.conn.Query(ctx, r.spans, Params{"trace_id": traceID}, func(b []byte) error {
+	err := r.conn.Query(ctx, r.spans, Params{"trace_id": traceID, "max_spans": uint64(r.cfg.MaxSpans) + 1}, func(b []byte) error {
+		if len(t.Spans) == r.cfg.MaxSpans {
+			t.Truncated = true
+			return nil
+		}
 		var row spanRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err

@@ -171,8 +171,9 @@ var slotRe = regexp.MustCompile(`\$\{[A-Za-z_]+\}`)
 // the database, with its slot (if any) expanded.
 func queryOf(t *testing.T, names []string, sql string) string {
 	t.Helper()
+	limits := ReaderConfig{MaxQueryTime: DefaultMaxQueryTime, MaxQueryMemory: DefaultMaxQueryMemory}
 	for _, name := range names {
-		parts := slotRe.Split(Query(name, snapshotDB), -1)
+		parts := slotRe.Split(withQueryLimits(Query(name, snapshotDB), limits), -1)
 		if len(parts) == 1 && sql == parts[0] ||
 			len(parts) == 2 && strings.HasPrefix(sql, parts[0]) && strings.HasSuffix(sql, parts[1]) {
 			return name
@@ -230,6 +231,8 @@ func TestQuerySnapshots(t *testing.T) {
 				title = fmt.Sprintf("%s (query %d of %d)", c.name, i+1, len(sent[0]))
 			}
 			checkBound(t, title, s, sent[1][i])
+			assert.True(t, strings.HasSuffix(s.sql, "max_execution_time = 4, max_memory_usage = 1073741824\n"),
+				"%s: every read ends with the reader's limits", title)
 			name := queryOf(t, names, s.sql)
 			sections[name] = append(sections[name], formatSent(title, s))
 		}

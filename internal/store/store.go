@@ -131,6 +131,28 @@ var permanentCodes = map[string]bool{
 // every time; the same code for too many parts to merge passes later.
 const tooManyPartitions = "Too many partitions for single INSERT block"
 
+// queryLimitCodes are the ClickHouse errors of a read that met a limit the
+// reader set (ReaderConfig): the same read would meet it again.
+var queryLimitCodes = map[string]bool{
+	"158": true, // TOO_MANY_ROWS
+	"159": true, // TIMEOUT_EXCEEDED
+	"160": true, // TOO_SLOW
+	"241": true, // MEMORY_LIMIT_EXCEEDED
+	"307": true, // TOO_MANY_BYTES
+	"396": true, // TOO_MANY_ROWS_OR_BYTES
+}
+
+// IsQueryLimit reports whether err, from a read, says the read met one of
+// the reader's limits (time, memory): it asked for too much, and the
+// caller should narrow it.
+func IsQueryLimit(err error) bool {
+	if err == nil {
+		return false
+	}
+	m := codeRe.FindStringSubmatch(err.Error())
+	return m != nil && queryLimitCodes[m[1]]
+}
+
 // IsPermanent reports whether err, from a Conn, says the statement can never
 // succeed as it is, so retrying it is pointless.
 func IsPermanent(err error) bool {

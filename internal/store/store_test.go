@@ -130,4 +130,14 @@ func TestErrorsAreClassified(t *testing.T) {
 		assert.Equal(t, permanent, IsPermanent(errors.New(msg)), msg)
 	}
 	assert.False(t, IsPermanent(nil))
+
+	for msg, limit := range map[string]bool{
+		"Code: 159. DB::Exception: Timeout exceeded: elapsed 4.0 seconds, maximum: 4. (TIMEOUT_EXCEEDED)": true,
+		"code: 241, message: Memory limit (for query) exceeded":                                           true,
+		"Code: 62. DB::Exception: Syntax error":                                                           false,
+		"context canceled":                                                                                false,
+	} {
+		assert.Equal(t, limit, IsQueryLimit(errors.New(msg)), msg)
+	}
+	assert.False(t, IsQueryLimit(nil))
 }

@@ -44,10 +44,16 @@ const MaxAttributeFilters = 4
 // held that many candidate rows, the search runs once more with
 // wideCandidates: candidates that failed the exact filters may have crowded
 // out the ones that pass. With fewer, the short page is all there is (an
-// attribute search for one order id, say, is answered by one run).
+// attribute search for one order id, say, is answered by one run). The
+// wide run takes at most maxWideCandidates rows: a deep page (offset 10 000)
+// would otherwise ask for 700 000.
 func searchCandidates(limit, offset int) int64 { return 2*int64(limit+offset) + 16 }
 
-func wideCandidates(limit, offset int) int64 { return 64*int64(limit+offset) + 1024 }
+func wideCandidates(limit, offset int) int64 {
+	return max(min(64*int64(limit+offset)+1024, maxWideCandidates), searchCandidates(limit, offset))
+}
+
+const maxWideCandidates = 65536
 
 // SearchTraces returns the summaries of the traces matching f, newest first,
 // from the per-trace tables alone (spans are read for attribute filters).

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
@@ -32,6 +33,12 @@ type Config struct {
 	// Store is the id of the tracesift_store extension to read from.
 	// Default: tracesift_store.
 	Store component.ID `mapstructure:"store"`
+	// MaxConcurrentQueries is how many API requests read the store at once.
+	// Default: 4.
+	MaxConcurrentQueries int `mapstructure:"max_concurrent_queries"`
+	// QueueWait is how long a request waits for its turn before it is
+	// answered 503 with Retry-After. Default: 2s.
+	QueueWait time.Duration `mapstructure:"queue_wait"`
 }
 
 // Validate checks the configuration.
@@ -39,13 +46,20 @@ func (c *Config) Validate() error {
 	if c.ServerConfig.NetAddr.Endpoint == "" {
 		return errors.New("`endpoint` must be set, e.g. localhost:16686")
 	}
+	if c.MaxConcurrentQueries < 1 {
+		return errors.New("`max_concurrent_queries` must be at least 1")
+	}
+	if c.QueueWait <= 0 {
+		return errors.New("`queue_wait` must be positive")
+	}
 	return nil
 }
 
 func createDefaultConfig() component.Config {
 	sc := confighttp.NewDefaultServerConfig()
 	sc.NetAddr.Endpoint = "localhost:16686"
-	return &Config{ServerConfig: sc, Store: component.NewID(storeextension.Type)}
+	return &Config{ServerConfig: sc, Store: component.NewID(storeextension.Type),
+		MaxConcurrentQueries: query.DefaultLimits.MaxConcurrent, QueueWait: query.DefaultLimits.QueueWait}
 }
 
 // NewFactory returns the query extension's factory.
@@ -77,7 +91,8 @@ func (q *queryExtension) Start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return fmt.Errorf("tracesift_query: listening on %s: %w", q.cfg.ServerConfig.NetAddr.Endpoint, err)
 	}
-	q.server, err = q.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), q.set.TelemetrySettings, query.NewHandler(p.Reader(), q.set.Logger))
+	q.server, err = q.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), q.set.TelemetrySettings, query.NewHandler(p.Reader(), q.set.Logger,
+		query.WithLimits(query.Limits{MaxConcurrent: q.cfg.MaxConcurrentQueries, QueueWait: q.cfg.QueueWait})))
 	if err != nil {
 		return errors.Join(fmt.Errorf("tracesift_query: %w", err), ln.Close())
 	}

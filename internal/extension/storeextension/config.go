@@ -30,6 +30,17 @@ type Config struct {
 	LogWindow time.Duration `mapstructure:"log_window"`
 	// MaxLogsPerTrace caps the logs returned with one trace. Default: 10000.
 	MaxLogsPerTrace int `mapstructure:"max_logs_per_trace"`
+	// MaxSpansPerTrace caps the spans returned with one trace (its
+	// earliest; the answer says it was truncated). Default: 100000.
+	MaxSpansPerTrace int `mapstructure:"max_spans_per_trace"`
+	// MaxQueryTime bounds each statement of a read (ClickHouse's
+	// max_execution_time); a read past it is answered 400. The embedded
+	// engine runs one statement at a time, inserts included, so this is
+	// also the longest a read holds ingestion back. Default: 4s.
+	MaxQueryTime time.Duration `mapstructure:"max_query_time"`
+	// MaxQueryMemory bounds each statement's memory in bytes (ClickHouse's
+	// max_memory_usage). Default: 1073741824 (1 GiB).
+	MaxQueryMemory int64 `mapstructure:"max_query_memory"`
 	// Retention is how long data is kept, applied as table TTLs at every
 	// start.
 	Retention RetentionConfig `mapstructure:"retention"`
@@ -62,11 +73,14 @@ type ClickHouseConfig struct {
 
 func createDefaultConfig() *Config {
 	return &Config{
-		Database:        "tracesift",
-		Embedded:        EmbeddedConfig{Path: "./data"},
-		LogWindow:       time.Hour,
-		MaxLogsPerTrace: 10000,
-		Retention:       RetentionConfig{Traces: 7 * 24 * time.Hour, Logs: 7 * 24 * time.Hour},
+		Database:         "tracesift",
+		Embedded:         EmbeddedConfig{Path: "./data"},
+		LogWindow:        time.Hour,
+		MaxLogsPerTrace:  10000,
+		MaxSpansPerTrace: store.DefaultMaxSpansPerTrace,
+		MaxQueryTime:     store.DefaultMaxQueryTime,
+		MaxQueryMemory:   store.DefaultMaxQueryMemory,
+		Retention:        RetentionConfig{Traces: 7 * 24 * time.Hour, Logs: 7 * 24 * time.Hour},
 	}
 }
 
@@ -90,6 +104,15 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxLogsPerTrace <= 0 {
 		errs = append(errs, errors.New("`max_logs_per_trace` must be positive"))
+	}
+	if c.MaxSpansPerTrace <= 0 {
+		errs = append(errs, errors.New("`max_spans_per_trace` must be positive"))
+	}
+	if c.MaxQueryTime < 100*time.Millisecond {
+		errs = append(errs, fmt.Errorf("`max_query_time` must be at least 100ms, got %s", c.MaxQueryTime))
+	}
+	if c.MaxQueryMemory < 16<<20 {
+		errs = append(errs, fmt.Errorf("`max_query_memory` must be at least 16777216 (16 MiB), got %d", c.MaxQueryMemory))
 	}
 	return errors.Join(errs...)
 }

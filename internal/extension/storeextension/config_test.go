@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+
+	"github.com/tracesift/tracesift/internal/store"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -21,12 +23,15 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{component.NewID(Type), createDefaultConfig()},
 		{component.NewIDWithName(Type, "server"), &Config{
-			Database:        "traces_prod",
-			Embedded:        EmbeddedConfig{Path: "./data"},
-			ClickHouse:      ClickHouseConfig{DSN: "clickhouse://default:@localhost:9000"},
-			LogWindow:       15 * time.Minute,
-			MaxLogsPerTrace: 500,
-			Retention:       RetentionConfig{Traces: 72 * time.Hour, Logs: 0},
+			Database:         "traces_prod",
+			Embedded:         EmbeddedConfig{Path: "./data"},
+			ClickHouse:       ClickHouseConfig{DSN: "clickhouse://default:@localhost:9000"},
+			LogWindow:        15 * time.Minute,
+			MaxLogsPerTrace:  500,
+			Retention:        RetentionConfig{Traces: 72 * time.Hour, Logs: 0},
+			MaxSpansPerTrace: 2000,
+			MaxQueryTime:     10 * time.Second,
+			MaxQueryMemory:   store.DefaultMaxQueryMemory,
 		}},
 	}
 	for _, tt := range tests {
@@ -51,6 +56,9 @@ func TestValidate(t *testing.T) {
 		{"no store at all", func(c *Config) { c.Embedded.Path = "" }, "`embedded::path`"},
 		{"negative window", func(c *Config) { c.LogWindow = -time.Second }, "`log_window`"},
 		{"zero logs", func(c *Config) { c.MaxLogsPerTrace = 0 }, "`max_logs_per_trace`"},
+		{"zero spans", func(c *Config) { c.MaxSpansPerTrace = 0 }, "`max_spans_per_trace`"},
+		{"query time too short", func(c *Config) { c.MaxQueryTime = time.Millisecond }, "`max_query_time`"},
+		{"query memory too small", func(c *Config) { c.MaxQueryMemory = 1 << 20 }, "`max_query_memory`"},
 		{"negative retention", func(c *Config) { c.Retention.Logs = -time.Hour }, "`retention::logs`"},
 	}
 	for _, tt := range tests {

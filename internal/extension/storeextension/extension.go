@@ -71,7 +71,8 @@ func (e *storeExtension) Start(ctx context.Context, _ component.Host) error {
 	e.conn = conn
 	e.writer = store.NewWriter(conn, e.cfg.Database)
 	e.writer.SetRetention(retention)
-	e.reader = store.NewReader(conn, e.cfg.Database, store.ReaderConfig{LogWindow: e.cfg.LogWindow, MaxLogs: e.cfg.MaxLogsPerTrace})
+	e.reader = store.NewReader(conn, e.cfg.Database, store.ReaderConfig{LogWindow: e.cfg.LogWindow, MaxLogs: e.cfg.MaxLogsPerTrace,
+		MaxSpans: e.cfg.MaxSpansPerTrace, MaxQueryTime: e.cfg.MaxQueryTime, MaxQueryMemory: e.cfg.MaxQueryMemory})
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"net/http"
 	"net/url"
 	"slices"
@@ -107,8 +108,9 @@ type apiEndpoint struct {
 }
 
 func apiEndpoints() []apiEndpoint {
+	// The longest window the API takes, around the fixture.
 	everything := func(kv ...string) url.Values {
-		v := url.Values{"start": {"0"}, "end": {"9223372036854775807"}}
+		v := url.Values{"start": {fixtureNs(-15 * 24 * time.Hour)}, "end": {fixtureNs(16 * 24 * time.Hour)}}
 		for i := 0; i+1 < len(kv); i += 2 {
 			v.Set(kv[i], kv[i+1])
 		}
@@ -249,7 +251,7 @@ func TestInjectionInEveryParameter(t *testing.T) {
 
 	assert.Equal(t, before, tableCounts(t, db), "every table and view still there, with the same rows")
 	assert.Equal(t, databasesBefore, databases(), "every database still there")
-	code, body := apiGet(t, h, "/api/v1/traces", url.Values{"start": {"0"}, "end": {fixtureNs(time.Hour)}})
+	code, body := apiGet(t, h, "/api/v1/traces", url.Values{"start": {fixtureNs(-3 * time.Hour)}, "end": {fixtureNs(time.Hour)}})
 	require.Equal(t, http.StatusOK, code)
 	assert.Equal(t, fixtureIDs(0x37, 0x35, 0x34, 0x3c, 0x3b, 0x32, 0x31, 0x30),
 		apiEndpoint{field: "traces", key: "traceId"}.results(t, body), "the search answers as before")
@@ -270,6 +272,12 @@ func TestOutOfRangeTimesAreNotWrapped(t *testing.T) {
 			require.Equal(t, http.StatusOK, code, "%s: %s", e.basePath(), body)
 			assert.Empty(t, e.results(t, body), "%s: a window from the year 9999", e.basePath())
 		}
+		// The last window there is: times near it do not wrap around.
+		last := url.Values{"start": {strconv.FormatInt(math.MaxInt64-int64(30*24*time.Hour), 10)},
+			"end": {"9223372036854775807"}, "attr.db.system": {"postgresql"}}
+		code, body = apiGet(t, h, e.basePath(), last)
+		require.Equal(t, http.StatusOK, code, "%s: %s", e.basePath(), body)
+		assert.Empty(t, e.results(t, body), "%s: a window in 2262", e.basePath())
 		code, body = apiGet(t, h, e.basePath(), url.Values{"end": {"3000-01-01T00:00:00Z"}})
 		require.Equal(t, http.StatusBadRequest, code, "%s: %s", e.basePath(), body)
 		assert.Contains(t, string(body), "2262-04-11", "%s: the answer names the range", e.basePath())

@@ -7,7 +7,8 @@
 -- keep their table names (decoded into the writer's row type); ORDER BY names
 -- spans.timestamp because the select list shadows it with its integer form.
 -- The span's and its parent's ids are the halves of ids (schema 010), in
--- hex; a parent of zeros is none.
+-- hex; a parent of zeros is none. At most {max_spans} spans, the earliest:
+-- the reader asks for one more than it returns, to say the trace was cut.
 SELECT
     toInt64(toUnixTimestamp64Nano(timestamp)) AS timestamp,
     trace_id,
@@ -19,3 +20,4 @@ FROM ${db}.spans
 WHERE trace_id = {trace_id:String}
 ORDER BY spans.timestamp, span_id
 LIMIT 1 BY span_id
+LIMIT {max_spans:UInt64}
