@@ -11,7 +11,7 @@ export TRACESIFT_KAFKA_LIBS := $(KAFKA_LIBS)
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps build browser kafka-broker run-kafka bench-kafka bench-ui generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt clean
+.PHONY: all deps build browser kafka-broker run-kafka bench-kafka bench-ui generate grafana-plugin dashboards run test bench-red bench-red-cost test-short bench bench-compare bench-logs bench-store bench-stat vet fmt fuzz clean
 
 all: build
 
@@ -94,6 +94,12 @@ test: deps kafka-broker vet browser $(PLUGIN_NODE)
 	@# Every micro-benchmark of make bench runs once, so that a broken one fails here.
 	@out=$$($(GO) test -count=1 -run '^$$' -bench . -benchtime 1x ./internal/... 2>&1) || { echo "$$out"; exit 1; }; \
 		echo "micro-benchmarks: each ran once"
+
+## fuzz: every Go fuzz target of the collector module (internal/, cmd/) for FUZZTIME each (default 60s), one
+## at a time, then each target's executions; fails when one fails (its input goes to testdata/fuzz/, to commit)
+FUZZTIME ?= 60s
+fuzz:
+	GO=$(GO) FUZZTIME=$(FUZZTIME) .ci/fuzz.sh
 
 ## vet: static checks
 vet:

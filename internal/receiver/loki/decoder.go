@@ -44,6 +44,9 @@ func newDecoder(maxLine int) *decoder {
 func (d *decoder) reset(now pcommon.Timestamp) {
 	d.now = now
 	d.stats.reset()
+	// A request that failed inside a stream left the flags of its records:
+	// they must not be counted with this one's.
+	d.flags = d.flags[:0]
 	if len(d.keys) >= maxKeyCache {
 		// A new map: clear would keep the buckets.
 		d.keys = make(map[string]string)

@@ -357,9 +357,10 @@ func (d *decoder) flatten(st *lineState, depth int) error {
 
 var trueText, falseText = []byte("true"), []byte("false")
 
-// attr keeps the member at d.path as an attribute.
+// attr keeps the member at d.path as an attribute. The key is text too:
+// the reader leaves invalid UTF-8 in it, as in values.
 func (d *decoder) attr(st *lineState, v []byte) {
-	d.attrs = append(d.attrs, labelPair{name: d.internKey(d.path), value: d.text(v, &st.f)})
+	d.attrs = append(d.attrs, labelPair{name: d.textString(d.internKey(d.path), &st.f), value: d.text(v, &st.f)})
 }
 
 func (d *decoder) stringMember(st *lineState, v []byte) {

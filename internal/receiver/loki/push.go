@@ -278,7 +278,7 @@ func (d *decoder) jsonTimestamp(lr plog.LogRecord, f *recFlags) error {
 func (d *decoder) jsonLegacyEntry(lr plog.LogRecord, f *recFlags) error {
 	r := &d.json
 	r.pos++ // '{'
-	gotTS := false
+	gotTS, gotLine := false, false
 	err := r.members(func(k []byte) error {
 		var err error
 		switch {
@@ -296,7 +296,18 @@ func (d *decoder) jsonLegacyEntry(lr plog.LogRecord, f *recFlags) error {
 		case string(k) == "line" && r.peek() == '"':
 			var v []byte
 			if v, err = r.strValue(); err == nil {
+				gotLine = true
 				lr.Body().SetStr(d.text(v, f))
+			}
+		case string(k) == "line" && r.peek() != 'n':
+			// As in jsonEntry: a line that is not a string is kept as its
+			// JSON text.
+			var raw []byte
+			if raw, err = r.raw(2); err == nil {
+				gotLine = true
+				*f |= flagOf(reasonBadEntry)
+				d.noteBytes(int(reasonBadEntry), raw)
+				lr.Body().SetStr(d.text(raw, f))
 			}
 		default:
 			err = r.skip(2)
@@ -309,6 +320,11 @@ func (d *decoder) jsonLegacyEntry(lr plog.LogRecord, f *recFlags) error {
 	if !gotTS {
 		*f |= flagOf(reasonBadTimestamp)
 		d.stats.note(int(reasonBadTimestamp), "an entry without a timestamp")
+	}
+	if !gotLine { // every record has a string body, as jsonEntry gives it
+		lr.Body().SetStr("")
+		*f |= flagOf(reasonBadEntry)
+		d.stats.note(int(reasonBadEntry), "an entry without a line")
 	}
 	return nil
 }

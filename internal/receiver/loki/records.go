@@ -172,7 +172,9 @@ func setSeverity(lr plog.LogRecord, level string) {
 	if level == "" || strings.EqualFold(level, "unknown") {
 		return
 	}
-	lr.SetSeverityText(level)
+	// Label and metadata values come here as sent (their attributes are
+	// repaired and counted apart), so the text may not be valid UTF-8.
+	lr.SetSeverityText(strings.ToValidUTF8(level, "\uFFFD"))
 	if n, ok := severityOf(level); ok {
 		lr.SetSeverityNumber(n)
 	}
