@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -13,6 +14,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -215,4 +219,144 @@ func TestLatenessAndDecisionLatencyAreMeasured(t *testing.T) {
 	assert.EqualValues(t, 1, decided.Count)
 	assert.InDelta(t, cfg.DecisionWait.Seconds(), decided.Sum, 1e-9)
 	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_spans_kept", attribute.String("reason", "error")))
+}
+
+// earlyDropConfig buffers little (1 MiB, uncompressed, so sizes are plain)
+// for dropEarly.
+func earlyDropConfig() *Config {
+	cfg := testConfig()
+	cfg.MaxBufferedBytes = 1 << 20
+	cfg.BufferCompression = false
+	return cfg
+}
+
+// dropEarly buffers healthy trace n, then floods the shard with healthy
+// traces, sent by send, until memory pressure drops n before decision_wait:
+// relief takes complete traces oldest first.
+func dropEarly(t *testing.T, h *harness, n uint64, send func(ptrace.Traces)) {
+	t.Helper()
+	send(request(t, "svc", spanSpec{trace: n, span: 1, dur: time.Millisecond}))
+	sh := h.p.shards[0]
+	payload := map[string]any{"payload": strings.Repeat("x", 200)}
+	for next := n + 1; ; next += 10 {
+		h.barrier()
+		if _, buffered := sh.traces[tid(n)]; !buffered {
+			break
+		}
+		require.Less(t, next, n+100_000, "the flood never filled the buffer")
+		td := ptrace.NewTraces()
+		for tr := next; tr < next+10; tr++ {
+			var specs []spanSpec
+			for s := uint64(1); s <= 5; s++ {
+				specs = append(specs, spanSpec{trace: tr, span: s, parent: s - 1, dur: time.Millisecond, attrs: payload})
+			}
+			appendResource(t, td, "svc", specs...)
+		}
+		send(td)
+	}
+	d, ok := sh.cache.get(tid(n))
+	require.True(t, ok)
+	require.False(t, d.kept)
+	require.EqualValues(t, whyMemory, d.why)
+	require.Zero(t, h.sink.SpanCount(), "the flood is healthy: nothing kept")
+}
+
+// A healthy trace dropped early under memory pressure that then fails: the
+// ERROR span and every later span of it are kept, and the loss is counted
+// and explained once.
+func TestLateErrorKeepsTraceDroppedEarly(t *testing.T) {
+	core, logs := observer.New(zapcore.WarnLevel)
+	h := newHarness(t, earlyDropConfig(), withLogger(zap.New(core)))
+	dropEarly(t, h, 1, h.consume)
+
+	h.clock.Advance(time.Second)
+	h.consume(request(t, "svc", spanSpec{trace: 1, span: 2, parent: 1, dur: time.Millisecond, err: true}))
+	h.barrier()
+	spans, _ := keptSpans(h.sink)
+	assert.Equal(t, []pcommon.SpanID{sid(2)}, spans[tid(1)], "the late ERROR span is kept")
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_errors_lost", attribute.String("why", "memory")))
+
+	h.consume(request(t, "svc", spanSpec{trace: 1, span: 3, parent: 1, dur: time.Millisecond}))
+	h.barrier()
+	spans, _ = keptSpans(h.sink)
+	assert.Equal(t, []pcommon.SpanID{sid(2), sid(3)}, spans[tid(1)], "and so is what follows it")
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_errors_lost"), "counted once per trace")
+	assert.EqualValues(t, 2, h.counter("otelcol_tracesift_sampler_spans_late", attribute.String("decision", "kept")))
+
+	warns := logs.FilterMessageSnippet("Late error in a trace dropped early").All()
+	require.Len(t, warns, 1)
+	assert.Equal(t, "memory", warns[0].ContextMap()["why"])
+}
+
+// Only drops that cut decision_wait short give way to a late error (see
+// revisable): at a trace limit, the trace was cut off while still arriving;
+// at max_wait or on time it had all the wait configured, and a normal
+// decision is final — the trace was judged whole, a span after it is late.
+func TestLateErrorRevisesOnlyEarlyDrops(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		drop func(t *testing.T, h *harness) // drops healthy trace 1
+		kept bool
+	}{
+		{"trace_limit", func(t *testing.T, h *harness) {
+			h.consume(request(t, "svc", spanSpec{trace: 1, span: 1, dur: time.Millisecond},
+				spanSpec{trace: 1, span: 3, parent: 1, dur: time.Millisecond}))
+			h.barrier()
+		}, true},
+		{"max_wait", func(t *testing.T, h *harness) {
+			// Rootless: it waits for its root until max_wait.
+			h.consume(request(t, "svc", spanSpec{trace: 1, span: 3, parent: 1, dur: time.Millisecond}))
+			h.clock.Advance(h.cfg.MaxWait)
+			require.NoError(t, h.p.decideAll(h.clock.Now()))
+		}, false},
+		{"on_time", func(t *testing.T, h *harness) {
+			h.consume(request(t, "svc", spanSpec{trace: 1, span: 1, dur: time.Millisecond}))
+			h.clock.Advance(h.cfg.DecisionWait)
+			require.NoError(t, h.p.decideAll(h.clock.Now()))
+		}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.MaxSpansPerTrace = 2
+			h := newHarness(t, cfg)
+			tc.drop(t, h)
+			require.Zero(t, h.sink.SpanCount(), "dropped")
+			require.Empty(t, h.p.shards[0].traces)
+
+			h.clock.Advance(time.Second)
+			h.consume(request(t, "svc", spanSpec{trace: 1, span: 2, parent: 1, dur: time.Millisecond, err: true}))
+			h.barrier()
+			if tc.kept {
+				assert.Equal(t, 1, h.sink.SpanCount())
+				assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_errors_lost", attribute.String("why", tc.name)))
+			} else {
+				assert.Zero(t, h.sink.SpanCount(), "a normal decision is final")
+				assert.Zero(t, h.counter("otelcol_tracesift_sampler_errors_lost"))
+				assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_spans_late", attribute.String("decision", "dropped")))
+			}
+		})
+	}
+}
+
+// In distributed mode the revised decision is recorded, so that a sampler
+// taking the partition over keeps the trace's later spans too.
+func TestLateErrorRecordsKeptDecision(t *testing.T) {
+	h := newHarness(t, earlyDropConfig())
+	log := &decisionRecorder{}
+	h.p.decisions = log
+	dropEarly(t, h, 1, func(td ptrace.Traces) { h.consumeWithReceipt(td) })
+	require.Contains(t, log.got, Decision{TraceID: tid(1), Kept: false, Through: 1})
+
+	failed := h.consumeWithReceipt(request(t, "svc", spanSpec{trace: 1, span: 2, parent: 1, dur: time.Millisecond, err: true}))
+	h.barrier()
+	assert.Equal(t, int32(1), failed.Load(), "forwarded, its receipt done")
+	assert.Equal(t, Decision{TraceID: tid(1), Kept: true, Through: h.offset.Load()}, log.got[len(log.got)-1])
+	assert.EqualValues(t, 1, h.counter("otelcol_tracesift_sampler_errors_lost"))
+
+	later := h.consumeWithReceipt(request(t, "svc", spanSpec{trace: 1, span: 3, parent: 1, dur: time.Millisecond}))
+	h.barrier()
+	assert.Equal(t, int32(1), later.Load())
+	assert.Equal(t, Decision{TraceID: tid(1), Kept: true, Through: h.offset.Load()}, log.got[len(log.got)-1])
+	spans, _ := keptSpans(h.sink)
+	assert.Equal(t, []pcommon.SpanID{sid(2), sid(3)}, spans[tid(1)])
 }

@@ -60,7 +60,9 @@ type sampler struct {
 	// memoryLogged and pushbackLogged do the same for memory pressure.
 	memoryLogged   atomic.Bool
 	pushbackLogged atomic.Bool
-	scratch        sync.Pool
+	// errorsLostLogged does it for late errors in traces dropped early.
+	errorsLostLogged atomic.Bool
+	scratch          sync.Pool
 
 	// mu is held shared while sending to the shard channels and exclusively
 	// to close them, so that no send can hit a closed channel.

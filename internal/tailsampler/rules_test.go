@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -255,20 +256,24 @@ func TestDecisionCacheEvictsOldest(t *testing.T) {
 	c := newDecisionCache(2)
 	a, b, d := pcommon.TraceID{1}, pcommon.TraceID{2}, pcommon.TraceID{3}
 	at := time.Unix(1_700_000_000, 0)
-	c.put(a, true, at, -1)
-	c.put(b, false, at, -1)
-	c.put(b, true, at.Add(time.Second), -1) // an update takes no new slot
+	c.put(a, true, whyOnTime, at, -1)
+	c.put(b, false, whyMemory, at, -1)
+	c.put(b, true, whyMemory, at.Add(time.Second), -1) // an update takes no new slot
 	got, ok := c.get(b)
 	assert.True(t, ok)
-	assert.Equal(t, decision{kept: true, at: at.Add(time.Second).UnixNano(), through: -1}, got)
+	assert.Equal(t, decision{kept: true, why: whyMemory, at: at.Add(time.Second).UnixNano(), through: -1}, got)
 	_, ok = c.get(a)
 	assert.True(t, ok)
 
-	c.put(d, false, at, -1)
+	c.put(d, false, whyOnTime, at, -1)
 	_, ok = c.get(a)
 	assert.False(t, ok, "oldest decision forgotten")
 	_, ok = c.get(b)
 	assert.True(t, ok)
+
+	// Remembering why a trace was decided costs no memory: it shares kept's
+	// padding.
+	assert.EqualValues(t, 24, unsafe.Sizeof(decision{}))
 }
 
 func TestShardOfIsStableAndSpreads(t *testing.T) {

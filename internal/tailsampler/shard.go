@@ -170,6 +170,15 @@ const (
 
 var whyNames = [numWhy]string{"", "memory", "trace_limit", "max_wait"}
 
+// revisable says whether a drop decided for why gives way to a late ERROR or
+// timeout span. Memory and trace-limit decisions cut decision_wait short to
+// protect the buffer, judging a trace still arriving; what follows them is
+// forwarded unbuffered, so keeping it costs no buffer. A drop at max_wait or
+// on time came after all the wait configured, so it is final.
+func revisable(why int) bool {
+	return why == whyMemory || why == whyTraceLimit
+}
+
 // shard owns the traces whose id hashes to it; only its goroutine touches its
 // state, except used, which senders reserve before queueing.
 type shard struct {
@@ -294,7 +303,9 @@ func (s *shard) run(ctx context.Context, tick time.Duration) {
 					if old, ok := s.cache.get(d.TraceID); ok && old.through > d.Through {
 						continue // this shard knows a later state of the trace
 					}
-					s.cache.put(d.TraceID, d.Kept, s.p.now(), d.Through)
+					// The decision log does not say why a trace was decided, so a
+					// drop taken over from another sampler is final.
+					s.cache.put(d.TraceID, d.Kept, whyOnTime, s.p.now(), d.Through)
 				}
 				close(msg.done)
 			default:
@@ -343,9 +354,21 @@ func (s *shard) ingest(ctx context.Context, chunks []traceChunk, at time.Time) {
 					out.add(c)
 					lateKept += c.count
 					if c.receipts != nil {
-						s.cache.put(c.id, true, time.Unix(0, d.at), through)
+						s.cache.put(c.id, true, int(d.why), time.Unix(0, d.at), through)
 						out.decisions = append(out.decisions, Decision{TraceID: c.id, Kept: true, Through: through})
 					}
+				case revisable(int(d.why)) && s.lateKeep(c) != ReasonNone:
+					// Dropped early, before it was whole, and now shown to be
+					// a trace the rules keep: its earlier spans are lost, but
+					// it is kept from here on (without findings: the analyzers
+					// need a whole trace).
+					out.add(c)
+					lateKept += c.count
+					s.cache.put(c.id, true, int(d.why), time.Unix(0, d.at), max(through, d.through))
+					if c.receipts != nil {
+						out.decisions = append(out.decisions, Decision{TraceID: c.id, Kept: true, Through: through})
+					}
+					s.errorLost(c, int(d.why))
 				default:
 					s.release(c.frames)
 					out.settle = append(out.settle, c.receipts...)
@@ -475,6 +498,29 @@ func (s *shard) relieve(out *keptBatch) {
 	}
 }
 
+// lateKeep is the keep rule a late chunk matches by its own spans: ERROR or
+// timeout, under its service's rules. The other rules judge a whole trace.
+func (s *shard) lateKeep(c *traceChunk) Reason {
+	rs := s.p.rules.book.forService(c.service())
+	return decide(traceFacts{known: c.reason, hasError: c.hasError, hasTimeout: c.hasTimeout},
+		&ruleSet{keepErrors: rs.keepErrors, keepTimeouts: rs.keepTimeouts})
+}
+
+// errorLost counts a trace whose early drop a late span revised (see
+// revisable) and says once what that costs and how to avoid it.
+func (s *shard) errorLost(c *traceChunk, why int) {
+	s.p.tel.TracesiftSamplerErrorsLost.Add(context.Background(), 1, s.p.tel.whyAttrs[why])
+	if s.p.errorsLostLogged.CompareAndSwap(false, true) {
+		s.p.logger.Warn("Late error in a trace dropped early: a span with status ERROR or a timeout arrived after "+
+			"its trace was dropped before decision_wait (to relieve the buffer, or at a trace limit). It and the "+
+			"trace's later spans are kept; its earlier spans are lost, so it is stored incomplete and without "+
+			"findings. Raise `max_buffered_bytes` or add sampler workers (why=memory), or `max_trace_bytes` / "+
+			"`max_spans_per_trace` (why=trace_limit); otelcol_tracesift_sampler_errors_lost counts it (logged once).",
+			zap.Int("shard", s.id), zap.Stringer("trace_id", c.id), zap.String("why", whyNames[why]),
+			zap.Int("spans", c.count))
+	}
+}
+
 // decideDue decides the traces that are due: complete (root arrived) and
 // quiet for decision_wait, or buffered for max_wait. The kept ones are
 // forwarded in a single call.
@@ -553,7 +599,7 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 	reason := s.verdict(t)
 	kept := reason != ReasonNone
 	through := t.through()
-	s.cache.put(t.id, kept, s.now, through)
+	s.cache.put(t.id, kept, why, s.now, through)
 
 	s.tally.traces[reason.rank()]++
 	s.tally.early[why]++
@@ -730,7 +776,10 @@ type decisionCache struct {
 // spans can say how late they are.
 type decision struct {
 	kept bool
-	at   int64 // unix nanoseconds
+	// why is the early reason of the decision (whyOnTime if none), so a late
+	// error can revise an early drop (revisable); it fits in kept's padding.
+	why uint8
+	at  int64 // unix nanoseconds
 	// through is Decision.Through: -1 for traces that came without receipts.
 	through int64
 }
@@ -744,8 +793,8 @@ func (c *decisionCache) get(id pcommon.TraceID) (d decision, ok bool) {
 	return d, ok
 }
 
-func (c *decisionCache) put(id pcommon.TraceID, kept bool, at time.Time, through int64) {
-	d := decision{kept: kept, at: at.UnixNano(), through: through}
+func (c *decisionCache) put(id pcommon.TraceID, kept bool, why int, at time.Time, through int64) {
+	d := decision{kept: kept, why: uint8(why), at: at.UnixNano(), through: through}
 	if _, ok := c.decisions[id]; ok {
 		c.decisions[id] = d
 		return

@@ -33,6 +33,7 @@ type TelemetryBuilder struct {
 	TracesiftSamplerCompressionPauses      metric.Int64Counter
 	TracesiftSamplerDecisionLatencySeconds metric.Float64Histogram
 	TracesiftSamplerEarlyDecisions         metric.Int64Counter
+	TracesiftSamplerErrorsLost             metric.Int64Counter
 	TracesiftSamplerExportErrors           metric.Int64Counter
 	TracesiftSamplerFindings               metric.Int64Counter
 	TracesiftSamplerFindingsDropped        metric.Int64Counter
@@ -135,6 +136,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.TracesiftSamplerEarlyDecisions, err = builder.meter.Int64Counter(
 		"otelcol_tracesift_sampler_early_decisions",
 		metric.WithDescription("Traces decided before they were complete and quiet, by why (memory|trace_limit|max_wait). [Development]"),
+		metric.WithUnit("{trace}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.TracesiftSamplerErrorsLost, err = builder.meter.Int64Counter(
+		"otelcol_tracesift_sampler_errors_lost",
+		metric.WithDescription("Traces dropped by an early decision in which a span with status ERROR or a timeout arrived later, by why (memory|trace_limit): their spans are kept from it on, the earlier ones are lost. [Development]"),
 		metric.WithUnit("{trace}"),
 	)
 	errs = errors.Join(errs, err)

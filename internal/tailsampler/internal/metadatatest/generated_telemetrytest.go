@@ -100,6 +100,22 @@ func AssertEqualTracesiftSamplerEarlyDecisions(t *testing.T, tt *componenttest.T
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualTracesiftSamplerErrorsLost(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_tracesift_sampler_errors_lost",
+		Description: "Traces dropped by an early decision in which a span with status ERROR or a timeout arrived later, by why (memory|trace_limit): their spans are kept from it on, the earlier ones are lost. [Development]",
+		Unit:        "{trace}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_tracesift_sampler_errors_lost")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualTracesiftSamplerExportErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_tracesift_sampler_export_errors",

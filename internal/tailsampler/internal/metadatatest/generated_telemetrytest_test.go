@@ -30,6 +30,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.TracesiftSamplerCompressionPauses.Add(context.Background(), 1)
 	tb.TracesiftSamplerDecisionLatencySeconds.Record(context.Background(), 1)
 	tb.TracesiftSamplerEarlyDecisions.Add(context.Background(), 1)
+	tb.TracesiftSamplerErrorsLost.Add(context.Background(), 1)
 	tb.TracesiftSamplerExportErrors.Add(context.Background(), 1)
 	tb.TracesiftSamplerFindings.Add(context.Background(), 1)
 	tb.TracesiftSamplerFindingsDropped.Add(context.Background(), 1)
@@ -60,6 +61,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.HistogramDataPoint[float64]{{}}, metricdatatest.IgnoreValue(),
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualTracesiftSamplerEarlyDecisions(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualTracesiftSamplerErrorsLost(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualTracesiftSamplerExportErrors(t, testTel,
