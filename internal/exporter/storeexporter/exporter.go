@@ -15,7 +15,6 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configretry"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -93,14 +92,14 @@ func NewFactory() exporter.Factory {
 type storeExporter struct {
 	cfg    *Config
 	logger *zap.Logger
-	writer *store.Writer
+	writer recordWriter
 	// tel holds the instruments declared in metadata.yaml (generated into
 	// internal/metadata).
 	tel *metadata.TelemetryBuilder
 	// signal is the exporter's signal attribute, built once: it is added
 	// on every write.
-	signal                metric.MeasurementOption
-	warned, warnedExpired atomic.Bool
+	signal                                metric.MeasurementOption
+	warned, warnedExpired, warnedRejected atomic.Bool
 }
 
 func newExporter(set exporter.Settings, cfg *Config, signal string) (*storeExporter, error) {
@@ -145,29 +144,18 @@ func (e *storeExporter) account(ctx context.Context, signal string, st store.Wri
 	}
 }
 
+// pushTraces and pushLogs write a batch (writeBatch). The errors a retry
+// would meet again (store.IsPermanent) are not returned as they are: the
+// batch is written again in parts and only the records the store refuses
+// alone are dropped, rather than the batch holding the queue. Every other
+// error is retried: inserts are idempotent (see store.InsertStatement), so
+// a retry after an unknown outcome stores nothing twice.
 func (e *storeExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	st, err := e.writer.WriteTraces(ctx, td)
-	e.account(ctx, "traces", st)
-	return classify(err)
+	return writeBatch(ctx, e, &traceOps, td)
 }
 
 func (e *storeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
-	st, err := e.writer.WriteLogs(ctx, ld)
-	e.account(ctx, "logs", st)
-	return classify(err)
-}
-
-// classify marks the errors that a retry would meet again as permanent, so
-// the retry loop drops that batch (counted in otelcol_exporter_send_failed_*
-// and logged by the Collector's exporter helper) instead of holding the
-// queue. Every other error is retried: inserts are idempotent (see
-// store.InsertStatement), so a retry after an unknown outcome stores nothing
-// twice.
-func classify(err error) error {
-	if store.IsPermanent(err) {
-		return consumererror.NewPermanent(err)
-	}
-	return err
+	return writeBatch(ctx, e, &logOps, ld)
 }
 
 func createTraces(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Traces, error) {

@@ -23,12 +23,13 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                        metric.Meter
-	mu                           sync.Mutex
-	registrations                []metric.Registration
-	TracesiftStoreRecordsExpired metric.Int64Counter
-	TracesiftStoreRecordsInvalid metric.Int64Counter
-	TracesiftStoreRecordsWritten metric.Int64Counter
+	meter                         metric.Meter
+	mu                            sync.Mutex
+	registrations                 []metric.Registration
+	TracesiftStoreRecordsExpired  metric.Int64Counter
+	TracesiftStoreRecordsInvalid  metric.Int64Counter
+	TracesiftStoreRecordsRejected metric.Int64Counter
+	TracesiftStoreRecordsWritten  metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -69,6 +70,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.TracesiftStoreRecordsInvalid, err = builder.meter.Int64Counter(
 		"otelcol_tracesift_store_records_invalid",
 		metric.WithDescription("Spans and log records not stored because an id was invalid [Development]"),
+		metric.WithUnit(""),
+	)
+	errs = errors.Join(errs, err)
+	builder.TracesiftStoreRecordsRejected, err = builder.meter.Int64Counter(
+		"otelcol_tracesift_store_records_rejected",
+		metric.WithDescription("Spans and log records not stored because the store refused them permanently; the rest of their batch is written again in halves and stored. Spans include the findings and RED rows the sampler sends as spans [Development]"),
 		metric.WithUnit(""),
 	)
 	errs = errors.Join(errs, err)

@@ -53,6 +53,22 @@ func AssertEqualTracesiftStoreRecordsInvalid(t *testing.T, tt *componenttest.Tel
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
 
+func AssertEqualTracesiftStoreRecordsRejected(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_tracesift_store_records_rejected",
+		Description: "Spans and log records not stored because the store refused them permanently; the rest of their batch is written again in halves and stored. Spans include the findings and RED rows the sampler sends as spans [Development]",
+		Unit:        "",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_tracesift_store_records_rejected")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}
+
 func AssertEqualTracesiftStoreRecordsWritten(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_tracesift_store_records_written",

@@ -21,11 +21,15 @@ func TestSetupTelemetry(t *testing.T) {
 	defer tb.Shutdown()
 	tb.TracesiftStoreRecordsExpired.Add(context.Background(), 1)
 	tb.TracesiftStoreRecordsInvalid.Add(context.Background(), 1)
+	tb.TracesiftStoreRecordsRejected.Add(context.Background(), 1)
 	tb.TracesiftStoreRecordsWritten.Add(context.Background(), 1)
 	AssertEqualTracesiftStoreRecordsExpired(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualTracesiftStoreRecordsInvalid(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualTracesiftStoreRecordsRejected(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualTracesiftStoreRecordsWritten(t, testTel,
