@@ -26,12 +26,29 @@ import (
 	"github.com/tracesift/tracesift/internal/kafka/broker"
 )
 
+// builtBinary is the built collector, whose processes a test runs.
+type builtBinary struct {
+	t         *testing.T
+	bin, repo string
+}
+
+// buildBinary builds the collector into a temporary folder.
+func buildBinary(t *testing.T) *builtBinary {
+	t.Helper()
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	b := &builtBinary{t: t, repo: filepath.Join(wd, "..", ".."), bin: filepath.Join(t.TempDir(), "tracesift")}
+	out, err := exec.Command("go", "build", "-o", b.bin, ".").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return b
+}
+
 // cluster is distributed mode on one machine, as make run-kafka starts it:
 // a real Kafka broker and the roles as processes of the built binary, with
-// the shipped configurations (deploy/kafka).
+// the shipped configurations (deploy/kafka). Without a broker, gateway and
+// query being the all-in-one's, its methods send to and read the all-in-one.
 type cluster struct {
-	t          *testing.T
-	bin, repo  string
+	*builtBinary
 	broker     *broker.Broker
 	brokerDir  string
 	partitions int
@@ -44,9 +61,9 @@ type cluster struct {
 	logsAgain bool
 }
 
-// proc is one role's process.
+// proc is a process of the binary: a role, or the all-in-one.
 type proc struct {
-	c       *cluster
+	b       *builtBinary
 	name    string
 	args    []string
 	env     []string
@@ -65,12 +82,8 @@ func startCluster(t *testing.T) *cluster {
 	if _, err := broker.Libs(); err != nil {
 		t.Fatalf("%v (make test installs them)", err)
 	}
-	wd, err := os.Getwd()
-	require.NoError(t, err)
-	c := &cluster{t: t, repo: filepath.Join(wd, "..", ".."), partitions: 4, brokerDir: filepath.Join(t.TempDir(), "kafka")}
-	c.bin = filepath.Join(t.TempDir(), "tracesift")
-	out, err := exec.Command("go", "build", "-o", c.bin, ".").CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	c := &cluster{builtBinary: buildBinary(t), partitions: 4, brokerDir: filepath.Join(t.TempDir(), "kafka")}
+	var err error
 	c.broker, err = broker.Start(context.Background(), c.brokerDir, "")
 	require.NoError(t, err)
 	t.Cleanup(func() { c.broker.Stop() })
@@ -80,21 +93,30 @@ func startCluster(t *testing.T) *cluster {
 // start runs role with its shipped configuration and waits until its
 // health check answers.
 func (c *cluster) start(role, name string, env ...string) *proc {
-	t := c.t
-	t.Helper()
-	dir := t.TempDir()
-	p := &proc{c: c, name: name, health: fmt.Sprintf("127.0.0.1:%d", freePort(t)), log: filepath.Join(dir, name+".log"),
-		args:    []string{"--config", filepath.Join(c.repo, "deploy", "kafka", role+".yaml")},
-		metrics: fmt.Sprint(freePort(t))}
-	p.env = append(os.Environ(),
-		"TRACESIFT_KAFKA_BROKERS="+c.broker.Addr,
+	c.t.Helper()
+	p := c.newProc(name, []string{"--config", filepath.Join(c.repo, "deploy", "kafka", role+".yaml")}, append([]string{
+		"TRACESIFT_KAFKA_BROKERS=" + c.broker.Addr,
 		fmt.Sprintf("TRACESIFT_KAFKA_PARTITIONS=%d", c.partitions),
 		"TRACESIFT_DECISION_WAIT=1s",
 		"TRACESIFT_BASELINE_RATIO=0",
+		"TRACESIFT_DATA_DIR=" + filepath.Join(c.t.TempDir(), "data"),
+	}, env...)...)
+	p.launch()
+	return p
+}
+
+// newProc prepares process name of the binary: args, the test's environment
+// with free health check and self-metrics ports, then env. The test's
+// cleanup stops it, showing its log and goroutines first if the test failed.
+func (b *builtBinary) newProc(name string, args []string, env ...string) *proc {
+	t := b.t
+	t.Helper()
+	p := &proc{b: b, name: name, args: args, health: fmt.Sprintf("127.0.0.1:%d", freePort(t)),
+		log: filepath.Join(t.TempDir(), name+".log"), metrics: fmt.Sprint(freePort(t))}
+	p.env = append(os.Environ(),
 		"TRACESIFT_HEALTH_ENDPOINT="+p.health,
 		"TRACESIFT_METRICS_HOST=127.0.0.1",
 		"TRACESIFT_METRICS_PORT="+p.metrics,
-		"TRACESIFT_DATA_DIR="+filepath.Join(dir, "data"),
 		"GOTRACEBACK=all") // see goroutines
 	p.env = append(p.env, env...)
 	t.Cleanup(func() {
@@ -107,20 +129,19 @@ func (c *cluster) start(role, name string, env ...string) *proc {
 			"--- %s's goroutines in tracesift's code ---\n%s", name, notable(out, 60), tail(out, 40), name, p.goroutines())
 		p.stop()
 	})
-	p.launch()
 	return p
 }
 
 // launch starts the process (again, after a kill: with the same data and
 // ports) and waits until its health check answers.
 func (p *proc) launch() {
-	t := p.c.t
+	t := p.b.t
 	t.Helper()
 	logf, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	require.NoError(t, err)
 	p.exited = make(chan struct{})
-	p.cmd = exec.Command(p.c.bin, p.args...)
-	p.cmd.Dir = p.c.repo // the engine is found in node_modules
+	p.cmd = exec.Command(p.b.bin, p.args...)
+	p.cmd.Dir = p.b.repo // the engine is found in node_modules
 	p.cmd.Env = p.env
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
