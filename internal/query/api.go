@@ -46,10 +46,14 @@ type Limits struct {
 	// QueueWait is how long a request waits for its turn before it is
 	// answered 503 with Retry-After. Default 2 s.
 	QueueWait time.Duration
+	// RequestTime bounds the store work of one request, however many
+	// statements it takes (a Jaeger search reads every trace it finds): no
+	// statement starts after it. Default 4 s.
+	RequestTime time.Duration
 }
 
 // DefaultLimits are the limits of a handler made without WithLimits.
-var DefaultLimits = Limits{MaxConcurrent: 4, QueueWait: 2 * time.Second}
+var DefaultLimits = Limits{MaxConcurrent: 4, QueueWait: 2 * time.Second, RequestTime: 4 * time.Second}
 
 // Option configures NewHandler.
 type Option func(*api)
@@ -62,6 +66,9 @@ func WithLimits(l Limits) Option {
 		}
 		if l.QueueWait > 0 {
 			a.limits.QueueWait = l.QueueWait
+		}
+		if l.RequestTime > 0 {
+			a.limits.RequestTime = l.RequestTime
 		}
 	}
 }
@@ -130,17 +137,20 @@ func (a *api) queued(next http.Handler) http.Handler {
 			return
 		}
 		defer func() { <-a.slots }()
-		next.ServeHTTP(w, r)
+		ctx, cancel := context.WithTimeout(r.Context(), a.limits.RequestTime)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
 // failed answers for a read that failed with err, saying what failed (e.g.
-// "searching logs"): 400 when the read met the store's limits (the client
-// asked for too much), nothing when the client went away, 500 otherwise.
+// "searching logs"): 400 when the read met the store's limits or the
+// request's time (the client asked for too much), nothing when the client
+// went away, 500 otherwise.
 // fail writes the answer in the route's format.
 func (a *api) failed(r *http.Request, fail func(code int, msg string), what string, err error) {
 	switch {
-	case store.IsQueryLimit(err):
+	case store.IsQueryLimit(err) || errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil:
 		fail(http.StatusBadRequest, what+" exceeded the store's limits on a query's time or memory: "+
 			"narrow the window or add filters")
 	case r.Context().Err() != nil:

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+
+	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/store"
 )
 
 // heldReader is a fakeReader whose service lists wait for release, so that
@@ -116,4 +120,54 @@ func TestUnboundedQueriesAreRefused(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces?"+url.Values{
 		"start": {end.Add(-maxQueryWindow).Format(time.RFC3339Nano)}, "end": {end.Format(time.RFC3339Nano)}}.Encode(), nil))
 	assert.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+}
+
+// budgetReader answers searches at once and reads traces until the
+// request's context ends, as the store does: no statement starts after it.
+type budgetReader struct {
+	fakeReader
+	reads atomic.Int32
+}
+
+func (b *budgetReader) SearchTraces(_ context.Context, _ store.TracesFilter) ([]model.TraceSummary, error) {
+	var out []model.TraceSummary
+	for i := range 3 {
+		out = append(out, model.TraceSummary{TraceID: strings.Repeat(string(rune('a'+i)), 32)})
+	}
+	return out, nil
+}
+
+func (b *budgetReader) GetTrace(ctx context.Context, id string) (*model.Trace, error) {
+	if b.reads.Add(1) > 1 {
+		<-ctx.Done() // the second read outlasts the request's time
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &model.Trace{TraceID: id, Spans: []model.Span{{TraceID: id, SpanID: "00f067aa0ba902b7", Name: "op"}}}, nil
+}
+
+// A request's store work is bounded by RequestTime: a read it cuts off is
+// answered 400, and a Jaeger search answers the traces it read in time (the
+// newest found), a shorter page.
+func TestRequestTimeBoundsAReadsWork(t *testing.T) {
+	r := &budgetReader{fakeReader: fakeReader{}}
+	h := NewHandler(r, zap.NewNop(), WithLimits(Limits{RequestTime: 100 * time.Millisecond}))
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/traces?service=shop", nil))
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	var jr struct {
+		Data []struct {
+			TraceID string `json:"traceID"`
+		} `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &jr))
+	require.Len(t, jr.Data, 1, "the trace read before the time ran out")
+	assert.Equal(t, strings.Repeat("a", 32), jr.Data[0].TraceID)
+
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces/"+strings.Repeat("b", 32), nil))
+	assert.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+	assert.Contains(t, rec.Body.String(), "narrow the window")
 }

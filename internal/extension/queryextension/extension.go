@@ -39,6 +39,9 @@ type Config struct {
 	// QueueWait is how long a request waits for its turn before it is
 	// answered 503 with Retry-After. Default: 2s.
 	QueueWait time.Duration `mapstructure:"queue_wait"`
+	// MaxRequestTime bounds the store work of one request, however many
+	// statements it takes: none starts after it. Default: 4s.
+	MaxRequestTime time.Duration `mapstructure:"max_request_time"`
 }
 
 // Validate checks the configuration.
@@ -52,6 +55,9 @@ func (c *Config) Validate() error {
 	if c.QueueWait <= 0 {
 		return errors.New("`queue_wait` must be positive")
 	}
+	if c.MaxRequestTime <= 0 {
+		return errors.New("`max_request_time` must be positive")
+	}
 	return nil
 }
 
@@ -59,7 +65,8 @@ func createDefaultConfig() component.Config {
 	sc := confighttp.NewDefaultServerConfig()
 	sc.NetAddr.Endpoint = "localhost:16686"
 	return &Config{ServerConfig: sc, Store: component.NewID(storeextension.Type),
-		MaxConcurrentQueries: query.DefaultLimits.MaxConcurrent, QueueWait: query.DefaultLimits.QueueWait}
+		MaxConcurrentQueries: query.DefaultLimits.MaxConcurrent, QueueWait: query.DefaultLimits.QueueWait,
+		MaxRequestTime: query.DefaultLimits.RequestTime}
 }
 
 // NewFactory returns the query extension's factory.
@@ -92,7 +99,8 @@ func (q *queryExtension) Start(ctx context.Context, host component.Host) error {
 		return fmt.Errorf("tracesift_query: listening on %s: %w", q.cfg.ServerConfig.NetAddr.Endpoint, err)
 	}
 	q.server, err = q.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), q.set.TelemetrySettings, query.NewHandler(p.Reader(), q.set.Logger,
-		query.WithLimits(query.Limits{MaxConcurrent: q.cfg.MaxConcurrentQueries, QueueWait: q.cfg.QueueWait})))
+		query.WithLimits(query.Limits{MaxConcurrent: q.cfg.MaxConcurrentQueries, QueueWait: q.cfg.QueueWait,
+			RequestTime: q.cfg.MaxRequestTime})))
 	if err != nil {
 		return errors.Join(fmt.Errorf("tracesift_query: %w", err), ln.Close())
 	}
