@@ -154,6 +154,7 @@ func BenchmarkStore(b *testing.B) {
 
 	b.ResetTimer()
 	copied := false
+	extraSpans := 0 // inserted by the hostile-read phase of an earlier round
 	for b.Loop() {
 		asLoaded := storeRun{oursDisk: loaded}
 		asLoaded.ours, _ = fetchTraces(b, ctx, conn, r, ids, false)
@@ -190,7 +191,7 @@ func BenchmarkStore(b *testing.B) {
 		if final.otelDisk, err = diskUsage(ctx, conn, otelDB); err != nil {
 			b.Fatal(err)
 		}
-		if n, m := final.oursDisk.rows["spans"], final.otelDisk.rows["otel_traces"]; n != uint64(spans) || m != uint64(spans) {
+		if n, m := final.oursDisk.rows["spans"], final.otelDisk.rows["otel_traces"]; n != uint64(spans+extraSpans) || m != uint64(spans) {
 			b.Fatalf("the spans tables hold %d (tracesift) and %d (exporter) spans, want %d", n, m, spans)
 		}
 		final.ours, final.otel = fetchTraces(b, ctx, conn, r, ids, true)
@@ -211,6 +212,21 @@ func BenchmarkStore(b *testing.B) {
 		b.ReportMetric(ms(final.otel.p99), "otel-ms-p99-by-id")
 		for i, s := range searches {
 			b.ReportMetric(ms(final.searches[i].p99), "ms-p99-search-"+metricName(s.name))
+		}
+
+		hostileBatches := envCount(b, "TRACESIFT_BENCH_STORE_HOSTILE_SPANS", 4_000_000) / batch
+		extra, err := newStoreGen(uint64(2+extraSpans), batch, max(hostileBatches, 2), start, end, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		report, ok, err := hostileReads(ctx, r, w, extra, max(hostileBatches, 2), writers)
+		if err != nil {
+			b.Fatal(err)
+		}
+		extraSpans += max(hostileBatches, 2) / 2 * 2 * batch
+		fmt.Print(report)
+		if !ok {
+			b.Errorf("a hostile read was not answered 200 or 400 within %s", hostileBound)
 		}
 	}
 }
@@ -430,7 +446,7 @@ func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Re
 		},
 		func(id string) (int, error) {
 			t0 := time.Now()
-			n, err := countRows(spansQuery, store.Params{"trace_id": id})
+			n, err := countRows(spansQuery, store.Params{"trace_id": id, "max_spans": uint64(store.DefaultMaxSpansPerTrace) + 1})
 			spans = append(spans, time.Since(t0))
 			return n, err
 		},
