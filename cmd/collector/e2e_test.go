@@ -95,6 +95,7 @@ extensions:
     retention: {traces: 2400h, logs: 9600h}
   tracesift_query:
     endpoint: %s
+    max_query_window: 12000h # the backfill's 400 days of logs, searched at once
   health_check:
     endpoint: %s
 receivers:

@@ -54,6 +54,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	concurrent := flags.Int("max-concurrent-queries", query.DefaultLimits.MaxConcurrent, "requests reading the store at once; the rest wait up to -queue-wait, then get 503")
 	queueWait := flags.Duration("queue-wait", query.DefaultLimits.QueueWait, "how long a request waits for its turn")
 	requestTime := flags.Duration("max-request-time", query.DefaultLimits.RequestTime, "bound on one request's store work, however many statements it takes")
+	maxWindow := flags.Duration("max-query-window", query.DefaultLimits.MaxWindow, "longest window a read may ask for (reads that scan raw spans: at most 7 days)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -69,9 +70,9 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	if *logWindow <= 0 {
 		return fmt.Errorf("-log-window must be positive, got %s", *logWindow)
 	}
-	if *maxSpans <= 0 || *maxTime < 100*time.Millisecond || *maxMemory < 16<<20 || *concurrent < 1 || *queueWait <= 0 || *requestTime <= 0 {
+	if *maxSpans <= 0 || *maxTime < 100*time.Millisecond || *maxMemory < 16<<20 || *concurrent < 1 || *queueWait <= 0 || *requestTime <= 0 || *maxWindow < time.Hour {
 		return errors.New("-max-spans-per-trace, -max-concurrent-queries, -queue-wait and -max-request-time must be positive, " +
-			"-max-query-time at least 100ms, -max-query-memory at least 16 MiB")
+			"-max-query-time at least 100ms, -max-query-memory at least 16 MiB, -max-query-window at least 1h")
 	}
 	logger, err := zap.NewProduction()
 	if err != nil {
@@ -91,7 +92,8 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		Addr: *listen,
 		Handler: query.NewHandler(store.NewReader(conn, *db, store.ReaderConfig{LogWindow: *logWindow, MaxSpans: *maxSpans,
 			MaxQueryTime: *maxTime, MaxQueryMemory: *maxMemory}), logger,
-			query.WithLimits(query.Limits{MaxConcurrent: *concurrent, QueueWait: *queueWait, RequestTime: *requestTime})),
+			query.WithLimits(query.Limits{MaxConcurrent: *concurrent, QueueWait: *queueWait, RequestTime: *requestTime,
+				MaxWindow: *maxWindow})),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	errc := make(chan error, 1)

@@ -50,10 +50,14 @@ type Limits struct {
 	// statements it takes (a Jaeger search reads every trace it finds): no
 	// statement starts after it. Default 4 s.
 	RequestTime time.Duration
+	// MaxWindow bounds every read's window: an all-time query is refused,
+	// not run (reads that scan raw spans: at most 7 days). Default 31 days.
+	MaxWindow time.Duration
 }
 
 // DefaultLimits are the limits of a handler made without WithLimits.
-var DefaultLimits = Limits{MaxConcurrent: 4, QueueWait: 2 * time.Second, RequestTime: 4 * time.Second}
+var DefaultLimits = Limits{MaxConcurrent: 4, QueueWait: 2 * time.Second, RequestTime: 4 * time.Second,
+	MaxWindow: 31 * 24 * time.Hour}
 
 // Option configures NewHandler.
 type Option func(*api)
@@ -69,6 +73,9 @@ func WithLimits(l Limits) Option {
 		}
 		if l.RequestTime > 0 {
 			a.limits.RequestTime = l.RequestTime
+		}
+		if l.MaxWindow > 0 {
+			a.limits.MaxWindow = l.MaxWindow
 		}
 	}
 }

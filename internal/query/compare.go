@@ -51,7 +51,7 @@ func (a *api) getCompare(w http.ResponseWriter, r *http.Request) {
 		slow = d
 	}
 	var limit int
-	if f.Start, f.End, limit, msg = window(q, time.Now(), defaultREDRange, defaultCompareLimit, maxCompareLimit); msg != "" {
+	if f.Start, f.End, limit, msg = a.window(q, time.Now(), defaultREDRange, defaultCompareLimit, maxCompareLimit); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}

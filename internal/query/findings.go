@@ -17,9 +17,6 @@ const (
 	defaultFindingsLimit = 100
 	maxFindingsLimit     = 1000
 	maxParamLen          = 256
-	// maxQueryWindow bounds every read's window: an all-time query is
-	// refused, not run (maxScanWindow is tighter for reads of raw spans).
-	maxQueryWindow = 31 * 24 * time.Hour
 )
 
 // windowText is d in days ("7 days").
@@ -38,7 +35,7 @@ func (a *api) getFindings(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var msg string
-	if f.Start, f.End, f.Limit, msg = window(q, now, defaultFindingsRange, defaultFindingsLimit, maxFindingsLimit); msg != "" {
+	if f.Start, f.End, f.Limit, msg = a.window(q, now, defaultFindingsRange, defaultFindingsLimit, maxFindingsLimit); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
@@ -53,8 +50,8 @@ func (a *api) getFindings(w http.ResponseWriter, r *http.Request) {
 // window reads the `start`, `end` and `limit` parameters shared by the
 // searches: end defaults to now, start to end − span, limit to def (at most
 // max). msg is the 400 message when one is invalid.
-func window(q url.Values, now time.Time, span time.Duration, def, max int) (start, end int64, limit int, msg string) {
-	return windowUpTo(q, now, span, def, max, maxQueryWindow)
+func (a *api) window(q url.Values, now time.Time, span time.Duration, def, max int) (start, end int64, limit int, msg string) {
+	return windowUpTo(q, now, span, def, max, a.limits.MaxWindow)
 }
 
 // windowUpTo is window for a read whose window is at most longest.

@@ -112,7 +112,7 @@ func (a *api) jaegerTrace(w http.ResponseWriter, r *http.Request) {
 // (also tag=key:value, repeated); "error": "true" asks for traces with an
 // error span.
 func (a *api) jaegerSearch(w http.ResponseWriter, r *http.Request) {
-	f, msg := jaegerSearchFilter(r.URL.Query(), time.Now())
+	f, msg := jaegerSearchFilter(r.URL.Query(), time.Now(), a.limits.MaxWindow)
 	if msg != "" {
 		jaegerFail(w, http.StatusBadRequest, msg)
 		return
@@ -140,7 +140,7 @@ func (a *api) jaegerSearch(w http.ResponseWriter, r *http.Request) {
 	a.jaegerAnswer(w, r, "", traces, 0, nil)
 }
 
-func jaegerSearchFilter(q map[string][]string, now time.Time) (store.TracesFilter, string) {
+func jaegerSearchFilter(q map[string][]string, now time.Time, longest time.Duration) (store.TracesFilter, string) {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
 			return v[0]
@@ -221,8 +221,8 @@ func jaegerSearchFilter(q map[string][]string, now time.Time) (store.TracesFilte
 	if start > end {
 		return f, "'start' is after 'end'"
 	}
-	if end-start > int64(maxQueryWindow) {
-		return f, fmt.Sprintf("the window from 'start' to 'end' is at most %s", windowText(maxQueryWindow))
+	if end-start > int64(longest) {
+		return f, fmt.Sprintf("the window from 'start' to 'end' is at most %s", windowText(longest))
 	}
 	f.Start, f.End = start, end
 	if v := get("limit"); v != "" {
@@ -257,8 +257,8 @@ func (a *api) jaegerDependencies(w http.ResponseWriter, r *http.Request) {
 			*p.into = ms
 		}
 	}
-	if lookback > maxScanWindow.Milliseconds() {
-		jaegerFail(w, http.StatusBadRequest, fmt.Sprintf("'lookback' is at most %d ms (7 days)", maxScanWindow.Milliseconds()))
+	if longest := min(maxScanWindow, a.limits.MaxWindow); lookback > longest.Milliseconds() {
+		jaegerFail(w, http.StatusBadRequest, fmt.Sprintf("'lookback' is at most %d ms (%s)", longest.Milliseconds(), windowText(longest)))
 		return
 	}
 	deps, err := a.reader.Dependencies(r.Context(), max(0, end-lookback)*int64(time.Millisecond), end*int64(time.Millisecond))

@@ -90,7 +90,7 @@ func TestConcurrentQueriesAreBounded(t *testing.T) {
 
 // Queries that would scan everything are refused before they run: an empty
 // attribute value (which matches every span that lacks the key) and a
-// window past maxQueryWindow.
+// window past Limits.MaxWindow.
 func TestUnboundedQueriesAreRefused(t *testing.T) {
 	h := NewHandler(fakeReader{}, zap.NewNop())
 	tags, _ := json.Marshal(map[string]string{"http.route": ""})
@@ -118,7 +118,7 @@ func TestUnboundedQueriesAreRefused(t *testing.T) {
 	end := time.Now()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/api/v1/traces?"+url.Values{
-		"start": {end.Add(-maxQueryWindow).Format(time.RFC3339Nano)}, "end": {end.Format(time.RFC3339Nano)}}.Encode(), nil))
+		"start": {end.Add(-DefaultLimits.MaxWindow).Format(time.RFC3339Nano)}, "end": {end.Format(time.RFC3339Nano)}}.Encode(), nil))
 	assert.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 }
 

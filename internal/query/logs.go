@@ -46,7 +46,7 @@ func (a *api) getLogs(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	if f.Start, f.End, f.Limit, msg = window(q, time.Now(), defaultLogsRange, defaultLogsLimit, maxLogsLimit); msg != "" {
+	if f.Start, f.End, f.Limit, msg = a.window(q, time.Now(), defaultLogsRange, defaultLogsLimit, maxLogsLimit); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}

@@ -117,7 +117,7 @@ func (a *api) getRED(w http.ResponseWriter, r *http.Request) {
 	case "version":
 		f.GroupBy = "service.version"
 	}
-	if f.Start, f.End, _, msg = window(q, time.Now(), defaultREDRange, 1, 1); msg != "" {
+	if f.Start, f.End, _, msg = a.window(q, time.Now(), defaultREDRange, 1, 1); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}

@@ -70,7 +70,7 @@ func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "`status`: want error (or nothing for every trace)")
 		return
 	}
-	if f.Start, f.End, f.Limit, msg = window(q, time.Now(), defaultTracesRange, defaultTracesLimit, maxTracesLimit); msg != "" {
+	if f.Start, f.End, f.Limit, msg = a.window(q, time.Now(), defaultTracesRange, defaultTracesLimit, maxTracesLimit); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
@@ -83,7 +83,7 @@ func (a *api) searchTraces(w http.ResponseWriter, r *http.Request) {
 // listServices serves GET /api/v1/services: the services of the traces
 // stored in the window (the last 24 hours by default).
 func (a *api) listServices(w http.ResponseWriter, r *http.Request) {
-	start, end, _, msg := window(r.URL.Query(), time.Now(), namesRange, 1, 1)
+	start, end, _, msg := a.window(r.URL.Query(), time.Now(), namesRange, 1, 1)
 	if msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
@@ -100,7 +100,7 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, fmt.Sprintf("the service name must be 1 to %d bytes", maxParamLen))
 		return
 	}
-	start, end, _, msg := window(r.URL.Query(), time.Now(), namesRange, 1, 1)
+	start, end, _, msg := a.window(r.URL.Query(), time.Now(), namesRange, 1, 1)
 	if msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
@@ -112,8 +112,8 @@ func (a *api) listOperations(w http.ResponseWriter, r *http.Request) {
 // scanWindow reads the window of a read that scans the stored spans or
 // offsets in it (the last hour by default, at most maxScanWindow), or
 // answers 400 and returns false.
-func scanWindow(w http.ResponseWriter, r *http.Request) (start, end int64, ok bool) {
-	start, end, _, msg := windowUpTo(r.URL.Query(), time.Now(), defaultTracesRange, 1, 1, maxScanWindow)
+func (a *api) scanWindow(w http.ResponseWriter, r *http.Request) (start, end int64, ok bool) {
+	start, end, _, msg := windowUpTo(r.URL.Query(), time.Now(), defaultTracesRange, 1, 1, min(maxScanWindow, a.limits.MaxWindow))
 	if msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return 0, 0, false
@@ -126,7 +126,7 @@ func scanWindow(w http.ResponseWriter, r *http.Request) (start, end int64, ok bo
 // default, at most 7 days), by caller and callee, with their errors and p99
 // — the service graph's edges.
 func (a *api) getDependencies(w http.ResponseWriter, r *http.Request) {
-	start, end, ok := scanWindow(w, r)
+	start, end, ok := a.scanWindow(w, r)
 	if !ok {
 		return
 	}
@@ -151,7 +151,7 @@ func (a *api) getDependencies(w http.ResponseWriter, r *http.Request) {
 // last hour by default, at most 7 days), each with its offsets over time as
 // the sampler estimated them (clock(hostB) − clock(hostA)).
 func (a *api) getClockSkew(w http.ResponseWriter, r *http.Request) {
-	start, end, ok := scanWindow(w, r)
+	start, end, ok := a.scanWindow(w, r)
 	if !ok {
 		return
 	}

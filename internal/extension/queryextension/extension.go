@@ -42,6 +42,9 @@ type Config struct {
 	// MaxRequestTime bounds the store work of one request, however many
 	// statements it takes: none starts after it. Default: 4s.
 	MaxRequestTime time.Duration `mapstructure:"max_request_time"`
+	// MaxQueryWindow bounds every read's window (reads that scan raw spans:
+	// at most 7 days). Default: 744h (31 days).
+	MaxQueryWindow time.Duration `mapstructure:"max_query_window"`
 }
 
 // Validate checks the configuration.
@@ -58,6 +61,9 @@ func (c *Config) Validate() error {
 	if c.MaxRequestTime <= 0 {
 		return errors.New("`max_request_time` must be positive")
 	}
+	if c.MaxQueryWindow < time.Hour {
+		return errors.New("`max_query_window` must be at least 1h")
+	}
 	return nil
 }
 
@@ -66,7 +72,7 @@ func createDefaultConfig() component.Config {
 	sc.NetAddr.Endpoint = "localhost:16686"
 	return &Config{ServerConfig: sc, Store: component.NewID(storeextension.Type),
 		MaxConcurrentQueries: query.DefaultLimits.MaxConcurrent, QueueWait: query.DefaultLimits.QueueWait,
-		MaxRequestTime: query.DefaultLimits.RequestTime}
+		MaxRequestTime: query.DefaultLimits.RequestTime, MaxQueryWindow: query.DefaultLimits.MaxWindow}
 }
 
 // NewFactory returns the query extension's factory.
@@ -100,7 +106,7 @@ func (q *queryExtension) Start(ctx context.Context, host component.Host) error {
 	}
 	q.server, err = q.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), q.set.TelemetrySettings, query.NewHandler(p.Reader(), q.set.Logger,
 		query.WithLimits(query.Limits{MaxConcurrent: q.cfg.MaxConcurrentQueries, QueueWait: q.cfg.QueueWait,
-			RequestTime: q.cfg.MaxRequestTime})))
+			RequestTime: q.cfg.MaxRequestTime, MaxWindow: q.cfg.MaxQueryWindow})))
 	if err != nil {
 		return errors.Join(fmt.Errorf("tracesift_query: %w", err), ln.Close())
 	}
