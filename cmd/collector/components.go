@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/filelogreceiver"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
@@ -56,8 +57,10 @@ func components() (otelcol.Factories, error) {
 		nopexporter.NewFactory()); err != nil {
 		return f, err
 	}
+	// file_storage: lets exporter sending queues and file_log checkpoints
+	// survive a restart.
 	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](storeextension.NewFactory(), queryextension.NewFactory(), limitsextension.NewFactory(),
-		healthcheckextension.NewFactory(), pprofextension.NewFactory()); err != nil {
+		healthcheckextension.NewFactory(), pprofextension.NewFactory(), filestorage.NewFactory()); err != nil {
 		return f, err
 	}
 	return f, nil
