@@ -85,7 +85,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	defer conn.Close()
-	if err := store.ApplySchema(ctx, conn, *db); err != nil {
+	if err := waitForSchema(ctx, conn, *db, logger); err != nil {
 		return err
 	}
 	srv := &http.Server{
@@ -107,4 +107,34 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// schemaWait is how long tracesift-query waits for a collector to create or
+// upgrade the store's schema (they may start together), checking every
+// schemaPoll; it runs no DDL itself.
+const (
+	schemaWait = 5 * time.Minute
+	schemaPoll = 2 * time.Second
+)
+
+// waitForSchema returns once the store's schema is this build's, or with the
+// reason it is not after schemaWait; a newer schema fails at once.
+func waitForSchema(ctx context.Context, conn store.Conn, db string, logger *zap.Logger) error {
+	deadline := time.Now().Add(schemaWait)
+	logged := false
+	for {
+		err := store.CheckSchema(ctx, conn, db)
+		if err == nil || errors.Is(err, store.ErrSchemaNewer) || time.Now().After(deadline) {
+			return err
+		}
+		if !logged {
+			logger.Warn("Waiting for a collector of this version to create or upgrade the store's schema", zap.Error(err))
+			logged = true
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(schemaPoll):
+		}
+	}
 }

@@ -209,6 +209,9 @@ func TestMigrationsFromReleasedVersions(t *testing.T) {
 
 			require.NoError(t, store.ApplySchema(ctx, conn, db))
 			sameSchema(t, want, schemaOf(t, db))
+			// Released stores have no schema_migrations: every file is
+			// applied, then recorded.
+			assert.Equal(t, buildSchema(t), recordedVersions(t, db))
 			checkNewColumnDefaults(t, db, oldColumns)
 			checkOldRowsRead(t, db, oldColumns)
 			traces := queryRows(t, "SELECT uniqExact(trace_id) AS n FROM "+db+".spans", nil)
@@ -217,6 +220,8 @@ func TestMigrationsFromReleasedVersions(t *testing.T) {
 
 			require.NoError(t, store.ApplySchema(ctx, conn, db), "a second start")
 			sameSchema(t, want, schemaOf(t, db))
+			assert.Equal(t, buildSchema(t), recordedVersions(t, db), "nothing recorded twice")
+			require.NoError(t, store.CheckSchema(ctx, conn, db))
 			counts := tableCounts(t, db)
 			for table, n := range oldCounts {
 				if table == "trace_index" {

@@ -1,0 +1,173 @@
+package embedded
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/tracesift/tracesift/internal/store"
+)
+
+// The schema versions a store records (schema_migrations), what a start does
+// with them, and the query service's read-only check.
+
+// buildSchema is the build's schema files as "version name", in order.
+func buildSchema(t *testing.T) []string {
+	t.Helper()
+	migs, err := store.Migrations("x")
+	require.NoError(t, err)
+	var out []string
+	for _, m := range migs {
+		out = append(out, fmt.Sprint(m.Version, " ", m.Name))
+	}
+	return out
+}
+
+// recordedVersions lists db's schema_migrations rows as "version name".
+func recordedVersions(t *testing.T, db string) []string {
+	t.Helper()
+	var out []string
+	for _, row := range queryRows(t, "SELECT version, name FROM "+db+".schema_migrations ORDER BY version, applied_at", nil) {
+		out = append(out, fmt.Sprint(row["version"], " ", row["name"]))
+	}
+	return out
+}
+
+// tablesOf lists db's tables and views.
+func tablesOf(t *testing.T, db string) []string {
+	t.Helper()
+	var out []string
+	for _, row := range queryRows(t, "SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name",
+		store.Params{"db": db}) {
+		out = append(out, fmt.Sprint(row["name"]))
+	}
+	return out
+}
+
+func TestSchemaVersionsRecorded(t *testing.T) {
+	ctx := context.Background()
+	const vdb = "ts_schema_recorded"
+	freshDatabase(t, vdb)
+	want := buildSchema(t)
+
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	assert.Equal(t, want, recordedVersions(t, vdb), "a new store records every version, once")
+	require.NoError(t, store.CheckSchema(ctx, conn, vdb))
+
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb), "a second start")
+	assert.Equal(t, want, recordedVersions(t, vdb), "nothing new to record")
+
+	// Two collectors that started together both recorded the last version.
+	last := want[len(want)-1]
+	version, name, _ := strings.Cut(last, " ")
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf("INSERT INTO %s.schema_migrations (version, name) VALUES (%s, '%s')",
+		vdb, version, name), nil))
+	require.NoError(t, store.CheckSchema(ctx, conn, vdb))
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	assert.Equal(t, append(want, last), recordedVersions(t, vdb), "the twice-recorded version is the store's version")
+}
+
+// A store a version behind gets the last file alone: the files it recorded
+// are not applied again.
+func TestSchemaAppliesFilesAboveRecorded(t *testing.T) {
+	ctx := context.Background()
+	const vdb = "ts_schema_behind"
+	freshDatabase(t, vdb)
+	want := buildSchema(t)
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+
+	// The store as the build before the last file left it, recorded at
+	// len(want)-1, short of a table of 001 (findings) and of the last file's
+	// view (014: red_rollup_mv).
+	require.NoError(t, conn.Exec(ctx, "TRUNCATE TABLE "+vdb+".schema_migrations", nil))
+	var values []string
+	for _, v := range want[:len(want)-1] {
+		version, name, _ := strings.Cut(v, " ")
+		values = append(values, fmt.Sprintf("(%s, '%s')", version, name))
+	}
+	require.NoError(t, conn.Exec(ctx, "INSERT INTO "+vdb+".schema_migrations (version, name) VALUES "+strings.Join(values, ", "), nil))
+	require.NoError(t, conn.Exec(ctx, "DROP TABLE "+vdb+".red_rollup_mv", nil))
+	require.NoError(t, conn.Exec(ctx, "DROP TABLE "+vdb+".findings", nil))
+	err := store.CheckSchema(ctx, conn, vdb)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("is at version %s, this tracesift-query needs version %d (",
+		strings.Replace(want[len(want)-2], " ", " (", 1)+")", len(want)))
+	assert.Contains(t, err.Error(), "start the collector of this version first")
+
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	assert.Equal(t, want, recordedVersions(t, vdb))
+	tables := tablesOf(t, vdb)
+	assert.Contains(t, tables, "red_rollup_mv", "the last file applied")
+	assert.NotContains(t, tables, "findings", "the recorded files not applied again")
+	require.NoError(t, store.CheckSchema(ctx, conn, vdb))
+}
+
+// A store a later build upgraded is left as it is, by a collector and by
+// the query service.
+func TestSchemaNewerRefused(t *testing.T) {
+	ctx := context.Background()
+	const vdb = "ts_schema_newer"
+	freshDatabase(t, vdb)
+	latest := len(buildSchema(t))
+	// The table as the later build made it, at the version after this
+	// build's, and nothing else: a start that went ahead would create the
+	// schema's tables.
+	require.NoError(t, conn.Exec(ctx, "CREATE DATABASE "+vdb, nil))
+	require.NoError(t, conn.Exec(ctx, "CREATE TABLE "+vdb+".schema_migrations (version UInt32, name String, "+
+		"applied_at DateTime64(3) DEFAULT now64(3)) ENGINE = MergeTree ORDER BY version", nil))
+	require.NoError(t, conn.Exec(ctx, fmt.Sprintf("INSERT INTO %s.schema_migrations (version, name) VALUES (%d, 'from_the_future')",
+		vdb, latest+1), nil))
+	tables, recorded := tablesOf(t, vdb), recordedVersions(t, vdb)
+	require.Equal(t, []string{"schema_migrations"}, tables)
+
+	want := fmt.Sprintf("the store's schema (database %s) is at version %d (from_the_future), newer than this build's %d (",
+		vdb, latest+1, latest)
+	err := store.ApplySchema(ctx, conn, vdb)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), want)
+	assert.Contains(t, err.Error(), "run a tracesift of that version or later")
+	err = store.CheckSchema(ctx, conn, vdb)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), want)
+
+	assert.Equal(t, tables, tablesOf(t, vdb), "no table created")
+	assert.Equal(t, recorded, recordedVersions(t, vdb), "nothing recorded")
+}
+
+// Stores written before schema_migrations have no table: the query service
+// refuses them without creating it; a collector's start upgrades and records.
+func TestCheckSchemaWithoutTable(t *testing.T) {
+	ctx := context.Background()
+
+	const absent = "ts_schema_absent"
+	freshDatabase(t, absent)
+	err := store.CheckSchema(ctx, conn, absent)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "has no schema_migrations table")
+	assert.Empty(t, queryRows(t, "SELECT name FROM system.databases WHERE name = {db:String}", store.Params{"db": absent}),
+		"no database created")
+
+	const vdb = "ts_schema_unrecorded"
+	freshDatabase(t, vdb)
+	files := releasedSchema(t)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		require.NoError(t, conn.Exec(ctx, strings.ReplaceAll(string(b), "${db}", vdb), nil), f)
+	}
+	tables := tablesOf(t, vdb)
+	err = store.CheckSchema(ctx, conn, vdb)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), fmt.Sprintf("the store (database %s) has no schema_migrations table", vdb))
+	assert.Contains(t, err.Error(), "start the collector of this version first, which upgrades it")
+	assert.Equal(t, tables, tablesOf(t, vdb), "nothing created")
+
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	assert.Equal(t, buildSchema(t), recordedVersions(t, vdb), "every file applied again (idempotent), and recorded")
+	require.NoError(t, store.CheckSchema(ctx, conn, vdb))
+}
