@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -95,10 +94,9 @@ func hostileReads(ctx context.Context, r *store.Reader, w *store.Writer, extra *
 
 	stop := make(chan struct{})
 	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		answers  []hostileAnswer
-		answered atomic.Int64
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		answers []hostileAnswer
 	)
 	// Answers under the flood are reported, not judged: they queue behind
 	// each other and the inserts.
@@ -112,7 +110,6 @@ func hostileReads(ctx context.Context, r *store.Reader, w *store.Writer, extra *
 				default:
 				}
 				a := runHostile(h, paths[i%len(paths)])
-				answered.Add(1)
 				mu.Lock()
 				answers = append(answers, a)
 				mu.Unlock()
@@ -138,7 +135,7 @@ func hostileReads(ctx context.Context, r *store.Reader, w *store.Writer, extra *
 	spans := float64(half * extra.batchSpans)
 	fmt.Fprintf(&sb, "Inserts of %d more spans, %d writers: alone %.0f spans/s; with %d clients sending those reads "+
 		"(%d answered: %v) %.0f spans/s — %.2f× the rate alone; slowest answer %.1f ms (%d, %s)\n",
-		2*half*extra.batchSpans, writers, spans/alone.Seconds(), hostileClients, answered.Load(), codes,
+		2*half*extra.batchSpans, writers, spans/alone.Seconds(), hostileClients, len(answers), codes,
 		spans/during.Seconds(), alone.Seconds()/during.Seconds(), ms(slowest.took), slowest.code, slowest.path)
 	return sb.String(), ok, nil
 }

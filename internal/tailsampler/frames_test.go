@@ -115,14 +115,7 @@ func TestTraceStraddlingDictionaryRetrainIsKeptWhole(t *testing.T) {
 	tr := h.p.shards[0].traces[tid(5)]
 	require.NotNil(t, tr)
 	assert.Same(t, before, tr.codec, "the trace keeps its codec")
-	h.decideAfterWait()
-
-	want := ptrace.NewTraces()
-	appendResource(t, want, "svc", sent[:2]...)
-	appendResource(t, want, "svc", sent[2:]...)
-	require.Len(t, h.sink.AllTraces(), 1)
-	assert.Equal(t, want, h.sink.AllTraces()[0])
-	assert.Zero(t, h.p.shards[0].used.Load())
+	assertKeptWhole(t, h, sent)
 }
 
 func TestFrameBytesMetric(t *testing.T) {
@@ -199,8 +192,15 @@ func TestTraceStraddlingCompressionAboveIsKeptWhole(t *testing.T) {
 		h.counter("otelcol_tracesift_sampler_frame_bytes", attribute.String("form", "plain"))-plainBefore,
 		"compressed once the buffer holds the share")
 	require.Nil(t, h.p.shards[0].traces[tid(5)].codec, "the trace keeps its codec")
-	h.decideAfterWait()
+	assertKeptWhole(t, h, sent)
+}
 
+// assertKeptWhole decides the harness's traces and checks that the one trace
+// sent in two requests, sent[:2] then the rest, reached the sink byte for
+// byte and left nothing buffered.
+func assertKeptWhole(t *testing.T, h *harness, sent []spanSpec) {
+	t.Helper()
+	h.decideAfterWait()
 	want := ptrace.NewTraces()
 	appendResource(t, want, "svc", sent[:2]...)
 	appendResource(t, want, "svc", sent[2:]...)

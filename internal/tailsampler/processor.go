@@ -505,7 +505,11 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 		b.plainEnd = len(sc.plain)
 		b.tailRes, b.tail = sc.enc.ResourceTail()
 	}
-	cd := p.dicts.codecFor(sc.plain, p.buffered(), p.now())
+	var buffered int64 // read only where buffer_compression_above asks for it: a sum over the shards
+	if p.dicts.above > 0 {
+		buffered = p.buffered()
+	}
+	cd := p.dicts.codecFor(sc.plain, buffered, p.now())
 	sc.tails = sc.tails[:0]
 	sc.tailAt = slices.Grow(sc.tailAt[:0], len(req.Resources))[:len(req.Resources)]
 	clear(sc.tailAt)
