@@ -21,9 +21,9 @@ var allowedImports = map[string][]string{
 	"cmd/collector": {"internal/exporter/storeexporter", "internal/extension/limitsextension",
 		"internal/extension/queryextension", "internal/extension/storeextension", "internal/processor/logsprocessor",
 		"internal/receiver/loki", "internal/receiver/otlpraw", "internal/tailsampler",
-		"internal/receiver/kafkareceiver", "internal/exporter/kafkaexporter"},
+		"internal/receiver/kafkareceiver", "internal/exporter/kafkaexporter", "internal/extension/authextension"},
 	"cmd/runkafka": {"internal/kafka/broker"},
-	"cmd/query":    {"internal/query", "internal/store", "internal/store/server"},
+	"cmd/query":    {"internal/query", "internal/store", "internal/store/server", "internal/tenant"},
 	"bench":        {"internal/kafka/broker"},
 
 	// The domain model every stage shares: imports nothing of ours.
@@ -35,14 +35,17 @@ var allowedImports = map[string][]string{
 	"internal/httpbody": {},
 	"internal/traceid":  {},
 	"internal/testutil": {},
+	// Whose data it is: the tenant of a request, a resource, a query.
+	"internal/tenant": {},
 
 	// Receivers hand on what they read: the OTLP one to the sampler.
-	"internal/receiver/otlpraw":          {"internal/otlpwire", "internal/httpbody", "internal/tailsampler", "internal/kafka"},
+	"internal/receiver/otlpraw":          {"internal/otlpwire", "internal/httpbody", "internal/tailsampler", "internal/kafka", "internal/tenant"},
 	"internal/receiver/kafkareceiver":    {"internal/kafka", "internal/tailsampler"},
 	"internal/exporter/kafkaexporter":    {"internal/kafka"},
-	"internal/kafka":                     {"internal/otlpwire", "internal/tailsampler"},
+	"internal/kafka":                     {"internal/otlpwire", "internal/tailsampler", "internal/tenant"},
 	"internal/kafka/broker":              {},
-	"internal/receiver/loki":             {"internal/httpbody", "internal/traceid"},
+	"internal/receiver/loki":             {"internal/httpbody", "internal/traceid", "internal/tenant"},
+	"internal/extension/authextension":   {"internal/tenant"},
 	"internal/extension/limitsextension": {"internal/httpbody"},
 	"internal/processor/logsprocessor":   {"internal/traceid"},
 
@@ -50,20 +53,20 @@ var allowedImports = map[string][]string{
 	// findings and clock offsets and how they travel with the kept spans
 	// (store.AppendAnalysis) to the exporter.
 	"internal/tailsampler": {"internal/otlpwire", "internal/tailsampler/s2dict", "internal/model", "internal/analyze",
-		"internal/clockskew", "internal/red", "internal/store"},
+		"internal/clockskew", "internal/red", "internal/store", "internal/tenant"},
 	"internal/tailsampler/s2dict": {},
 	"internal/analyze":            {"internal/model"},
 	"internal/red":                {"internal/model"},
 	"internal/clockskew":          {"internal/model", "internal/analyze"},
 
 	// The store and what writes to it or serves from it.
-	"internal/store":                    {"internal/model"},
+	"internal/store":                    {"internal/model", "internal/tenant"},
 	"internal/store/embedded":           {"internal/store"},
 	"internal/store/server":             {"internal/store"},
 	"internal/extension/storeextension": {"internal/store", "internal/store/embedded", "internal/store/server"},
 	"internal/exporter/storeexporter":   {"internal/store", "internal/extension/storeextension"},
 	"internal/query": {"internal/model", "internal/analyze", "internal/red", "internal/clockskew", "internal/store",
-		"internal/ui"},
+		"internal/ui", "internal/tenant"},
 	// The web UI: static pages the query handler serves; they read the API's JSON only.
 	"internal/ui":                       {},
 	"internal/extension/queryextension": {"internal/query", "internal/extension/storeextension"},

@@ -160,6 +160,8 @@ type Finding struct {
 	Subject string
 	Value   float64
 	Summary string
+	// Tenant is the trace's tenant (internal/tenant); empty means its default.
+	Tenant string
 }
 
 // ClockOffset is the offset a kept trace's times on one host were corrected
@@ -172,6 +174,7 @@ type ClockOffset struct {
 	// Source says where the offset came from: the estimate over many traces
 	// or this trace's own calls (clockskew.Source).
 	Source string
+	Tenant string // the trace's tenant; empty means the default
 }
 
 // Dependency is the calls from one service to another: spans of Child
@@ -233,6 +236,7 @@ type RED struct {
 	// ErrorLatency those of the errors alone.
 	Latency      map[int32]uint64
 	ErrorLatency map[int32]uint64
+	Tenant       string // whose traffic it is; empty means the default tenant
 }
 
 // REDTally is one series' requests over a window, split for comparing
@@ -282,4 +286,5 @@ type ClockPair struct {
 	A, B         string // in lexical order
 	OffsetNanos  int64  // clock(B) − clock(A)
 	Samples      int    // the traces the estimate is the median of
+	Tenant       string // whose hosts they are; empty means the default tenant
 }

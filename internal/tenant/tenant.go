@@ -1,0 +1,86 @@
+// Package tenant names whose data a span, log record or query is: the
+// tenant a request authenticated as (Authenticator, behind the
+// tracesift_auth extension or cmd/query), carried in the request's context
+// to the receivers and the query API, and in the resource attribute
+// Attribute on spans and logs down the pipeline to the store, whose every
+// row has a tenant column every read is confined to.
+package tenant
+
+import (
+	"context"
+	"crypto/sha256"
+
+	"go.opentelemetry.io/collector/client"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// Default is the tenant of data sent without tenancy (no tokens
+// configured), and of rows stored before the tenant column existed.
+const Default = "default"
+
+// Attribute is the resource attribute that carries the tenant of spans and
+// log records from the receiver that authenticated them to the store. A
+// client cannot choose it: the receivers overwrite it (Stamp).
+const Attribute = "tracesift.tenant"
+
+// authAttribute is the name under which Authenticator's client.AuthData
+// answers the tenant; other authenticators may too, see FromContext.
+const authAttribute = "tenant"
+
+type ctxKey struct{}
+
+// NewContext returns ctx carrying tenant t, for callers that authenticate
+// outside the Collector's interceptors (cmd/query) or read the tenant from
+// a message (distributed mode's samplers).
+func NewContext(ctx context.Context, t string) context.Context {
+	return context.WithValue(ctx, ctxKey{}, t)
+}
+
+// FromContext returns the tenant of ctx: one NewContext set, else the
+// "tenant" attribute of the client's authentication data (the
+// tracesift_auth extension, or any authenticator answering it), else
+// Default.
+func FromContext(ctx context.Context) string {
+	if t, ok := ctx.Value(ctxKey{}).(string); ok && t != "" {
+		return t
+	}
+	if auth := client.FromContext(ctx).Auth; auth != nil {
+		if t, ok := auth.GetAttribute(authAttribute).(string); ok && t != "" {
+			return t
+		}
+	}
+	return Default
+}
+
+// Of returns the tenant a resource's attributes carry: Attribute, else
+// Default.
+func Of(attrs pcommon.Map) string {
+	if v, ok := attrs.Get(Attribute); ok && v.Type() == pcommon.ValueTypeStr && v.Str() != "" {
+		return v.Str()
+	}
+	return Default
+}
+
+// Stamp sets the tenant of a resource's attributes to t, replacing what a
+// client may have put there; Default is stored as no attribute at all.
+func Stamp(attrs pcommon.Map, t string) {
+	if t == Default || t == "" {
+		attrs.Remove(Attribute)
+		return
+	}
+	attrs.PutStr(Attribute, t)
+}
+
+// Key is what the sampler mixes into a trace id to key a trace, so that two
+// tenants sending the same trace id (fixtures, replayed traffic) have two
+// traces: zero for Default, which keeps single-tenant keys the trace ids
+// themselves; the same on every process, so samplers in distributed mode
+// agree on the keys they record decisions by.
+func Key(t string) (k [16]byte) {
+	if t == Default || t == "" {
+		return k
+	}
+	sum := sha256.Sum256([]byte(t))
+	copy(k[:], sum[:16])
+	return k
+}
