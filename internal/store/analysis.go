@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // The findings and clock offsets of kept traces travel with their spans, and
@@ -18,7 +19,8 @@ import (
 // as the kept spans do, and whatever carries the traces (a pipeline, later a
 // Kafka topic) carries them. Each row is a span of that resource: "finding"
 // or "clock_offset", with the trace's id and start, or "red", with the
-// interval's start; its fields as attributes.
+// interval's start; its fields as attributes, its Tenant as "tenant" (none
+// for the default tenant).
 
 // AnalysisResource is the resource attribute (true) that marks the resource
 // carrying findings and clock offsets.
@@ -49,6 +51,7 @@ const (
 	attrHostA       = "host_a"
 	attrHostB       = "host_b"
 	attrSamples     = "samples"
+	attrTenant      = "tenant"
 )
 
 // Analysis is what the sampler hands on besides the kept spans.
@@ -73,7 +76,7 @@ func AppendAnalysis(td ptrace.Traces, a Analysis) {
 	spans := ss.Spans()
 	spans.EnsureCapacity(len(findings) + len(clocks) + len(a.RED) + len(a.Pairs))
 	n := uint64(0)
-	row := func(name, traceID string, at uint64) pcommon.Map {
+	row := func(name, traceID string, at uint64, t string) pcommon.Map {
 		n++
 		s := spans.AppendEmpty()
 		s.SetName(name)
@@ -86,11 +89,14 @@ func AppendAnalysis(td ptrace.Traces, a Analysis) {
 		}
 		s.SetStartTimestamp(pcommon.Timestamp(at))
 		s.SetEndTimestamp(pcommon.Timestamp(at))
+		if t != "" && t != tenant.Default {
+			s.Attributes().PutStr(attrTenant, t)
+		}
 		return s.Attributes()
 	}
 	for i := range findings {
 		f := &findings[i]
-		a := row(analysisFinding, f.TraceID, f.TimeUnixNano)
+		a := row(analysisFinding, f.TraceID, f.TimeUnixNano, f.Tenant)
 		a.PutStr(attrKind, f.Kind)
 		a.PutStr(attrService, f.Service)
 		a.PutStr(attrSubject, f.Subject)
@@ -104,14 +110,14 @@ func AppendAnalysis(td ptrace.Traces, a Analysis) {
 	}
 	for i := range clocks {
 		c := &clocks[i]
-		a := row(analysisClock, c.TraceID, c.TimeUnixNano)
+		a := row(analysisClock, c.TraceID, c.TimeUnixNano, c.Tenant)
 		a.PutStr(attrHost, c.Host)
 		a.PutInt(attrOffsetNanos, c.OffsetNanos)
 		a.PutStr(attrSource, c.Source)
 	}
 	for i := range a.RED {
 		r := &a.RED[i]
-		attrs := row(analysisRED, "", r.TimeUnixNano)
+		attrs := row(analysisRED, "", r.TimeUnixNano, r.Tenant)
 		attrs.PutStr(attrService, r.Service)
 		attrs.PutStr(attrOperation, r.Operation)
 		attrs.PutStr(attrInstance, r.Instance)
@@ -127,7 +133,7 @@ func AppendAnalysis(td ptrace.Traces, a Analysis) {
 	}
 	for i := range a.Pairs {
 		p := &a.Pairs[i]
-		attrs := row(analysisPair, "", p.TimeUnixNano)
+		attrs := row(analysisPair, "", p.TimeUnixNano, p.Tenant)
 		attrs.PutStr(attrHostA, p.A)
 		attrs.PutStr(attrHostB, p.B)
 		attrs.PutInt(attrOffsetNanos, p.OffsetNanos)
@@ -161,7 +167,7 @@ func AnalysisOf(td ptrace.Traces) (out Analysis) {
 				switch s.Name() {
 				case analysisFinding:
 					f := model.Finding{TraceID: traceID, TimeUnixNano: at, Kind: str(a, attrKind), Service: str(a, attrService),
-						Subject: str(a, attrSubject), Summary: str(a, attrSummary)}
+						Subject: str(a, attrSubject), Summary: str(a, attrSummary), Tenant: str(a, attrTenant)}
 					if v, ok := a.Get(attrValue); ok {
 						f.Value = v.Double()
 					}
@@ -172,7 +178,8 @@ func AnalysisOf(td ptrace.Traces) (out Analysis) {
 					}
 					out.Findings = append(out.Findings, f)
 				case analysisClock:
-					c := model.ClockOffset{TraceID: traceID, TimeUnixNano: at, Host: str(a, attrHost), Source: str(a, attrSource)}
+					c := model.ClockOffset{TraceID: traceID, TimeUnixNano: at, Host: str(a, attrHost), Source: str(a, attrSource),
+						Tenant: str(a, attrTenant)}
 					if v, ok := a.Get(attrOffsetNanos); ok {
 						c.OffsetNanos = v.Int()
 					}
@@ -180,7 +187,7 @@ func AnalysisOf(td ptrace.Traces) (out Analysis) {
 				case analysisRED:
 					out.RED = append(out.RED, redOf(at, a))
 				case analysisPair:
-					p := model.ClockPair{TimeUnixNano: at, A: str(a, attrHostA), B: str(a, attrHostB)}
+					p := model.ClockPair{TimeUnixNano: at, A: str(a, attrHostA), B: str(a, attrHostB), Tenant: str(a, attrTenant)}
 					if v, ok := a.Get(attrOffsetNanos); ok {
 						p.OffsetNanos = v.Int()
 					}
@@ -199,7 +206,7 @@ func AnalysisOf(td ptrace.Traces) (out Analysis) {
 func redOf(at uint64, a pcommon.Map) model.RED {
 	r := model.RED{TimeUnixNano: at, Service: str(a, attrService), Operation: str(a, attrOperation),
 		Instance: str(a, attrInstance), Dimensions: map[string]string{}, Latency: buckets(a, attrLatency),
-		ErrorLatency: buckets(a, attrErrLatency)}
+		ErrorLatency: buckets(a, attrErrLatency), Tenant: str(a, attrTenant)}
 	if v, ok := a.Get(attrDimensions); ok && v.Type() == pcommon.ValueTypeMap {
 		for k, d := range v.Map().All() {
 			r.Dimensions[k] = d.AsString()

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // Findings and clock offsets appended to a batch of kept spans come back
@@ -20,14 +21,17 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	findings := []model.Finding{
 		{TraceID: trace, TimeUnixNano: 1796010663450975897, Kind: "retry_fanout", Service: "frontend",
 			Subject: "frontend → payments POST /charge", SpanIDs: []string{"00f067aa0ba902b7", "00f067aa0ba902b8"},
-			Value: 27, Summary: "3 attempts at each of 3 layers"},
+			Value: 27, Summary: "3 attempts at each of 3 layers", Tenant: "acme"},
 		{TraceID: trace, TimeUnixNano: 1796010663450975897, Kind: "slowest_hop", Service: "db", Value: 0.25},
 	}
-	clocks := []model.ClockOffset{{TraceID: trace, TimeUnixNano: 1796010663450975897, Host: "pay-1", OffsetNanos: -300_000_000, Source: "estimate"}}
+	clocks := []model.ClockOffset{
+		{TraceID: trace, TimeUnixNano: 1796010663450975897, Host: "pay-1", OffsetNanos: -300_000_000, Source: "estimate"},
+		{TraceID: trace, TimeUnixNano: 1796010663450975897, Host: "pay-1", OffsetNanos: 5, Source: "estimate", Tenant: "acme"},
+	}
 	red := []model.RED{
 		{TimeUnixNano: 1796010660000000000, Service: "cat", Operation: "GET /cat", Instance: "cat-4",
 			Dimensions: map[string]string{"service.version": "1.2"}, Requests: 40, Errors: 16,
-			Latency: map[int32]uint64{440: 24, 518: 16}, ErrorLatency: map[int32]uint64{518: 16}},
+			Latency: map[int32]uint64{440: 24, 518: 16}, ErrorLatency: map[int32]uint64{518: 16}, Tenant: "globex"},
 		{TimeUnixNano: 1796010670000000000, Service: "cat", Dimensions: map[string]string{}, Latency: map[int32]uint64{},
 			ErrorLatency: map[int32]uint64{}},
 	}
@@ -39,11 +43,13 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	s.SetTraceID(pcommon.TraceID{0x4b, 0xf9})
 	s.SetSpanID(pcommon.SpanID{1})
 	s.SetStartTimestamp(1796010663450975897)
-	AppendAnalysis(td, Analysis{Findings: findings, Clocks: clocks, RED: red})
+	pairs := []model.ClockPair{{TimeUnixNano: 1796010660000000000, A: "a", B: "b", OffsetNanos: 7, Samples: 3, Tenant: "acme"},
+		{TimeUnixNano: 1796010660000000000, A: "a", B: "b", OffsetNanos: 8, Samples: 4}}
+	AppendAnalysis(td, Analysis{Findings: findings, Clocks: clocks, RED: red, Pairs: pairs})
 	AppendAnalysis(td, Analysis{})
 	require.Equal(t, 2, td.ResourceSpans().Len(), "one resource for the analysis, none when there is nothing")
 
-	assert.Equal(t, Analysis{Findings: findings, Clocks: clocks, RED: red}, AnalysisOf(td))
+	assert.Equal(t, Analysis{Findings: findings, Clocks: clocks, RED: red, Pairs: pairs}, AnalysisOf(td))
 
 	c := &captureConn{}
 	st, err := NewWriter(c, "db").WriteTraces(context.Background(), td)
@@ -54,7 +60,7 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	require.Len(t, c.inserts["db.findings"], 1)
 	assert.Equal(t, 2, blockRows(c.inserts["db.findings"][0]))
 	require.Len(t, c.inserts["db.trace_clock"], 1)
-	assert.Equal(t, 1, blockRows(c.inserts["db.trace_clock"][0]))
+	assert.Equal(t, 2, blockRows(c.inserts["db.trace_clock"][0]))
 	require.Len(t, c.inserts["db.red"], 1)
 	assert.Equal(t, 2, blockRows(c.inserts["db.red"][0]))
 
@@ -67,4 +73,17 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	assert.Zero(t, st.Written)
 	assert.Empty(t, c.inserts["db.spans"])
 	require.Len(t, c.inserts["db.findings"], 1)
+}
+
+// The default tenant travels as no attribute at all, and comes back as
+// none (the Tenant fields' default).
+func TestAnalysisOfTheDefaultTenant(t *testing.T) {
+	td := ptrace.NewTraces()
+	AppendAnalysis(td, Analysis{Findings: []model.Finding{{Kind: "k", Tenant: tenant.Default}, {Kind: "k"}}})
+	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
+	for i := range spans.Len() {
+		_, ok := spans.At(i).Attributes().Get(attrTenant)
+		assert.False(t, ok)
+	}
+	assert.Equal(t, []model.Finding{{Kind: "k"}, {Kind: "k"}}, AnalysisOf(td).Findings)
 }

@@ -6,13 +6,22 @@ import (
 	"math"
 
 	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
+
+// rowTenant is the tenant column of an analysis row whose Tenant is t.
+func rowTenant(t string) string {
+	if t == "" {
+		return tenant.Default
+	}
+	return t
+}
 
 // findingColumns are the findings table's columns in a Native block.
 var findingColumns = []nativeColumnDef{
 	{"timestamp", nativeDateTime64}, {"trace_id", nativeString}, {"kind", nativeString},
 	{"service", nativeString}, {"subject", nativeString}, {"span_ids", nativeStringArray},
-	{"value", nativeFloat64}, {"summary", nativeString},
+	{"value", nativeFloat64}, {"summary", nativeString}, {"tenant", nativeString},
 }
 
 // WriteFindings stores findings in one insert, a Native block: kept traces
@@ -33,6 +42,7 @@ func (w *Writer) WriteFindings(ctx context.Context, rows []model.Finding) error 
 		c[5].appendStrings(r.SpanIDs)
 		c[6].appendFloat64(v)
 		c[7].appendString(r.Summary)
+		c[8].appendString(rowTenant(r.Tenant))
 	})
 }
 
@@ -70,7 +80,7 @@ func insertBlock[T any](ctx context.Context, conn Conn, table, what string, defs
 // clockColumns are the trace_clock table's columns in a Native block.
 var clockColumns = []nativeColumnDef{
 	{"timestamp", nativeDateTime64}, {"trace_id", nativeString}, {"host", nativeString},
-	{"offset_ns", nativeInt64}, {"source", nativeString},
+	{"offset_ns", nativeInt64}, {"source", nativeString}, {"tenant", nativeString},
 }
 
 // WriteClockOffsets stores clock offsets in one insert, a Native block.
@@ -83,6 +93,7 @@ func (w *Writer) WriteClockOffsets(ctx context.Context, rows []model.ClockOffset
 		c[2].appendString(r.Host)
 		c[3].appendInt64(r.OffsetNanos)
 		c[4].appendString(r.Source)
+		c[5].appendString(rowTenant(r.Tenant))
 	})
 }
 
@@ -90,7 +101,7 @@ func (w *Writer) WriteClockOffsets(ctx context.Context, rows []model.ClockOffset
 var redColumns = []nativeColumnDef{
 	{"timestamp", nativeDateTime}, {"service", nativeString}, {"operation", nativeString}, {"instance", nativeString},
 	{"dimensions", nativeStringMap}, {"requests", nativeUInt64}, {"errors", nativeUInt64}, {"latency", nativeBucketMap},
-	{"error_latency", nativeBucketMap},
+	{"error_latency", nativeBucketMap}, {"tenant", nativeString},
 }
 
 // WriteRED stores RED rows in one insert, a Native block.
@@ -107,13 +118,14 @@ func (w *Writer) WriteRED(ctx context.Context, rows []model.RED) error {
 		c[6].appendUInt64(r.Errors)
 		c[7].appendBucketMap(r.Latency)
 		c[8].appendBucketMap(r.ErrorLatency)
+		c[9].appendString(rowTenant(r.Tenant))
 	})
 }
 
 // clockPairColumns are the clock_pairs table's columns in a Native block.
 var clockPairColumns = []nativeColumnDef{
 	{"timestamp", nativeDateTime}, {"host_a", nativeString}, {"host_b", nativeString}, {"offset_ns", nativeInt64},
-	{"samples", nativeUInt32},
+	{"samples", nativeUInt32}, {"tenant", nativeString},
 }
 
 // WriteClockPairs stores skewed host pairs' estimates in one insert.
@@ -125,5 +137,6 @@ func (w *Writer) WriteClockPairs(ctx context.Context, rows []model.ClockPair) er
 			c[2].appendString(r.B)
 			c[3].appendInt64(r.OffsetNanos)
 			c[4].appendUInt32(uint32(max(r.Samples, 0)))
+			c[5].appendString(rowTenant(r.Tenant))
 		})
 }

@@ -8,6 +8,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // LogsFilter selects the logs SearchLogs returns. Empty fields match all;
@@ -96,7 +97,8 @@ func (r *Reader) markKept(ctx context.Context, logs []model.LogMatch) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	err := r.conn.Query(ctx, r.logsKept, Params{"trace_ids": strings.Join(ids, ",")}, func(b []byte) error {
+	p := Params{"trace_ids": strings.Join(ids, ","), "tenant": tenant.FromContext(ctx)}
+	err := r.conn.Query(ctx, r.logsKept, p, func(b []byte) error {
 		var row struct {
 			TraceID string `json:"trace_id"`
 		}
@@ -119,7 +121,7 @@ func (r *Reader) markKept(ctx context.Context, logs []model.LogMatch) error {
 // at most limit of them.
 func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, limit int, out []model.LogMatch) ([]model.LogMatch, error) {
 	p := Params{"start_ns": from, "end_ns": to, "service": f.Service, "severity": f.Severity,
-		"trace_id": f.TraceID, "limit": int64(limit)}
+		"trace_id": f.TraceID, "limit": int64(limit), "tenant": tenant.FromContext(ctx)}
 	var cond strings.Builder
 	for i, w := range f.Words {
 		name := fmt.Sprintf("w%d", i)

@@ -15,6 +15,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 //go:embed queries/*.sql queries/fragments/*.sql
@@ -67,7 +68,9 @@ const (
 	DefaultMaxQueryMemory   = 1 << 30
 )
 
-// Reader answers the query API from the store.
+// Reader answers the query API from the store. Every read is confined to
+// the tenant of its context (tenant.FromContext): another tenant's data
+// reads as none.
 type Reader struct {
 	conn Conn
 	cfg  ReaderConfig
@@ -78,10 +81,15 @@ type Reader struct {
 	redTallies, dependencies, clockPairs        string
 	spansTable                                  string // qualified with the database
 
-	// Resources read, by id. An id is a hash of the resource's entries, so
-	// what it names never changes.
+	// Resources read, by tenant and id. An id is a hash of the resource's
+	// entries (and tenant), so what it names never changes.
 	resMu    sync.Mutex
-	resCache map[uint64]map[string]string
+	resCache map[resourceKey]map[string]string
+}
+
+type resourceKey struct {
+	tenant string
+	id     uint64
 }
 
 // maxCachedResources bounds the reader's resource cache; past it, the cache
@@ -142,8 +150,9 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	}
 	t := &model.Trace{TraceID: traceID, Spans: []model.Span{}, Logs: []model.Log{}, Findings: []model.Finding{},
 		ClockOffsets: map[string]int64{}}
+	tn := tenant.FromContext(ctx)
 	var resourceIDs []uint64 // of each span
-	err := r.conn.Query(ctx, r.spans, Params{"trace_id": traceID, "max_spans": uint64(r.cfg.MaxSpans) + 1}, func(b []byte) error {
+	err := r.conn.Query(ctx, r.spans, Params{"trace_id": traceID, "tenant": tn, "max_spans": uint64(r.cfg.MaxSpans) + 1}, func(b []byte) error {
 		if len(t.Spans) == r.cfg.MaxSpans {
 			t.Truncated = true
 			return nil
@@ -162,7 +171,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	if len(t.Spans) == 0 {
 		return nil, ErrNotFound
 	}
-	if err := r.setResources(ctx, t.Spans, resourceIDs); err != nil {
+	if err := r.setResources(ctx, tn, t.Spans, resourceIDs); err != nil {
 		return nil, fmt.Errorf("reading the resources of trace %s: %w", traceID, err)
 	}
 	// The trace's window: from its first span's start to its last end.
@@ -177,7 +186,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 			hosts[s.Host] = true
 		}
 	}
-	lp := Params{"trace_id": traceID, "from_ns": startNs - w, "to_ns": endNs + w, "limit": uint64(r.cfg.MaxLogs),
+	lp := Params{"trace_id": traceID, "tenant": tn, "from_ns": startNs - w, "to_ns": endNs + w, "limit": uint64(r.cfg.MaxLogs),
 		"hosts": strings.Join(slices.Sorted(maps.Keys(hosts)), "\n")}
 	err = r.conn.Query(ctx, r.logs, lp, func(b []byte) error {
 		var row logRow
@@ -230,9 +239,9 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 }
 
 // setResources gives each span the resource its row names (ids[i] for
-// spans[i]; 0 for rows that carry theirs), from the cache or the resources
-// table. Spans of one resource share one copy of it.
-func (r *Reader) setResources(ctx context.Context, spans []model.Span, ids []uint64) error {
+// spans[i]; 0 for rows that carry theirs), of tenant tn, from the cache or
+// the resources table. Spans of one resource share one copy of it.
+func (r *Reader) setResources(ctx context.Context, tn string, spans []model.Span, ids []uint64) error {
 	found := map[uint64]map[string]string{}
 	var missing []uint64
 	r.resMu.Lock()
@@ -240,7 +249,7 @@ func (r *Reader) setResources(ctx context.Context, spans []model.Span, ids []uin
 		if _, ok := found[id]; ok || id == 0 {
 			continue
 		}
-		m, ok := r.resCache[id]
+		m, ok := r.resCache[resourceKey{tn, id}]
 		if !ok {
 			missing = append(missing, id)
 		}
@@ -254,7 +263,7 @@ func (r *Reader) setResources(ctx context.Context, spans []model.Span, ids []uin
 			list[i] = strconv.FormatUint(id, 10)
 		}
 		read := map[uint64]map[string]string{}
-		err := r.conn.Query(ctx, r.resources, Params{"ids": strings.Join(list, ",")}, func(b []byte) error {
+		err := r.conn.Query(ctx, r.resources, Params{"ids": strings.Join(list, ","), "tenant": tn}, func(b []byte) error {
 			var row struct {
 				ResourceID uint64            `json:"resource_id"`
 				Attributes map[string]string `json:"attributes"`
@@ -270,10 +279,10 @@ func (r *Reader) setResources(ctx context.Context, spans []model.Span, ids []uin
 		}
 		r.resMu.Lock()
 		if r.resCache == nil || len(r.resCache)+len(read) > maxCachedResources {
-			r.resCache = make(map[uint64]map[string]string, len(read))
+			r.resCache = make(map[resourceKey]map[string]string, len(read))
 		}
 		for id, m := range read {
-			r.resCache[id] = m
+			r.resCache[resourceKey{tn, id}] = m
 			found[id] = m
 		}
 		r.resMu.Unlock()
@@ -330,7 +339,8 @@ type FindingsFilter struct {
 // subject, most frequent first.
 func (r *Reader) GetFindingSummaries(ctx context.Context, f FindingsFilter) ([]model.FindingSummary, error) {
 	out := []model.FindingSummary{}
-	p := Params{"kind": f.Kind, "service": f.Service, "start_ns": f.Start, "end_ns": f.End, "limit": int64(f.Limit)}
+	p := Params{"kind": f.Kind, "service": f.Service, "start_ns": f.Start, "end_ns": f.End, "limit": int64(f.Limit),
+		"tenant": tenant.FromContext(ctx)}
 	err := r.conn.Query(ctx, r.summary, p, func(b []byte) error {
 		var row struct {
 			Kind       string   `json:"kind"`

@@ -12,6 +12,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // redQuery is the named query of queries/ over the RED rows of a window
@@ -25,14 +26,15 @@ func redQuery(name, db string) string {
 var redTiers = [...]int64{60, 300, 3600}
 
 // redWindow is the parameters of queries/fragments/red_rows.sql for f's
-// service, operation and window: the window [Start, End] in whole seconds,
-// split into the ranges each table answers. A bucket of a rollup is read
-// when it lies wholly in the window and, with points every step seconds (0:
-// none), wholly in one point; the rest of the window from the 10 s rows.
-func redWindow(f REDFilter, step int64) Params {
+// service, operation and window, of tenant tn: the window [Start, End] in
+// whole seconds, split into the ranges each table answers. A bucket of a
+// rollup is read when it lies wholly in the window and, with points every
+// step seconds (0: none), wholly in one point; the rest of the window from
+// the 10 s rows.
+func redWindow(f REDFilter, step int64, tn string) Params {
 	clamp := func(ns int64) int64 { return min(max(ns/1e9, 0), math.MaxUint32) }
 	lo, hi := clamp(f.Start), clamp(f.End)+1 // [lo, hi)
-	p := Params{"service": f.Service, "operation": f.Operation}
+	p := Params{"service": f.Service, "operation": f.Operation, "tenant": tn}
 	// Tier i reads its whole buckets [a, b) less the next tier's [na, nb),
 	// which lies inside; the 10 s rows (t0) read [lo, hi) less tier 1's.
 	a, b := lo, hi
@@ -74,7 +76,7 @@ func (r *Reader) RED(ctx context.Context, f REDFilter) ([]model.REDGroup, error)
 		step = max(f.Step/1e9, 1)
 		points = step
 	}
-	p := redWindow(f, step)
+	p := redWindow(f, step, tenant.FromContext(ctx))
 	p["group"], p["step_s"] = f.GroupBy, uint64(min(points, math.MaxUint32))
 	byValue := map[string]*model.REDGroup{}
 	var order []*model.REDGroup
@@ -125,7 +127,7 @@ func (r *Reader) RED(ctx context.Context, f REDFilter) ([]model.REDGroup, error)
 // counting those that did not fail and whose latency bucket is slowBucket
 // or above.
 func (r *Reader) REDTallies(ctx context.Context, f REDFilter, slowBucket int32) ([]model.REDTally, error) {
-	p := redWindow(f, 0)
+	p := redWindow(f, 0, tenant.FromContext(ctx))
 	p["slow_bucket"] = int64(slowBucket)
 	var out []model.REDTally
 	err := r.conn.Query(ctx, r.redTallies, p, func(b []byte) error {

@@ -15,7 +15,7 @@ func TestREDWindowTiers(t *testing.T) {
 	type span struct{ lo, hi int64 }
 	// read gives the non-empty ranges each table reads: raw, 1m, 5m, 1h.
 	read := func(from, to, step int64) [4][]span {
-		p := redWindow(REDFilter{Start: from * 1e9, End: to*1e9 - 1}, step) // [from, to)
+		p := redWindow(REDFilter{Start: from * 1e9, End: to*1e9 - 1}, step, "") // [from, to)
 		var out [4][]span
 		for i, tier := range []string{"t0", "t1", "t2", "t3"} {
 			for _, k := range []string{"", "2"} {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // rowEncoder builds a Native block (native.go) of spans or log records
@@ -28,12 +29,12 @@ type rowEncoder struct {
 	out   []byte // the encoded block
 
 	// The columns that every row of the current resource repeats, encoded
-	// once as Native strings: service, host, and the resource map's keys and
-	// values.
-	service, host      []byte
-	resKeys, resValues []byte
-	resEntries         uint64
-	serviceName        string
+	// once as Native strings: service, host, tenant, and the resource map's
+	// keys and values (without tenant.Attribute: the tenant is a column).
+	service, host, tenant []byte
+	resKeys, resValues    []byte
+	resEntries            uint64
+	serviceName           string
 
 	// Spans only: the trace summaries and resources of the batch, and
 	// where the current resource is in res.
@@ -72,6 +73,7 @@ const (
 	spanScopeVersion
 	spanEvents
 	spanLinks
+	spanTenant
 )
 
 var spanColumns = []nativeColumnDef{
@@ -92,6 +94,7 @@ var spanColumns = []nativeColumnDef{
 	spanScopeVersion:  {"scope_version", nativeString},
 	spanEvents:        {"events", nativeString},
 	spanLinks:         {"links", nativeString},
+	spanTenant:        {"tenant", nativeString},
 }
 
 // Columns of the logs table (logRow), in the order of its schema.
@@ -108,6 +111,7 @@ const (
 	logAttributes
 	logResource
 	logScopeName
+	logTenant
 )
 
 var logColumns = []nativeColumnDef{
@@ -123,6 +127,7 @@ var logColumns = []nativeColumnDef{
 	logAttributes:        {"attributes", nativeStringMap},
 	logResource:          {"resource", nativeStringMap},
 	logScopeName:         {"scope_name", nativeString},
+	logTenant:            {"tenant", nativeString},
 }
 
 var rowEncoders = sync.Pool{New: func() any { return new(rowEncoder) }}
@@ -190,20 +195,25 @@ func (e *rowEncoder) encodeAux() []byte {
 	return e.out
 }
 
-// setResource encodes the columns that every row of a resource repeats.
-func (e *rowEncoder) setResource(attrs pcommon.Map) {
+// setResource encodes the columns that every row of a resource repeats,
+// and returns the resource's tenant.
+func (e *rowEncoder) setResource(attrs pcommon.Map) string {
 	service, host := serviceAndHost(attrs)
+	t := tenant.Of(attrs)
 	e.serviceName = validUTF8(service) // as stored, for the trace summaries
 	e.service = appendNativeString(e.service[:0], service)
 	e.host = appendNativeString(e.host[:0], host)
-	e.resKeys, e.resValues, e.resEntries = e.appendAttrEntries(e.resKeys[:0], e.resValues[:0], attrs)
+	e.tenant = appendNativeString(e.tenant[:0], t)
+	e.resKeys, e.resValues, e.resEntries = e.appendAttrEntries(e.resKeys[:0], e.resValues[:0], attrs, tenant.Attribute)
+	return t
 }
 
 // setSpanResource is setResource for spans, whose rows name their resource
 // by id: it also adds the resource to the batch's, once.
 func (e *rowEncoder) setSpanResource(attrs pcommon.Map) {
-	e.setResource(attrs)
-	id := resourceID(e.resKeys, e.resValues, e.resEntries)
+	t := e.setResource(attrs)
+	e.sums.setTenant(t)
+	id := resourceID(e.resKeys, e.resValues, e.resEntries, e.tenant)
 	if i, ok := e.resIndex[id]; ok {
 		e.curRes = i
 		return
@@ -216,6 +226,8 @@ func (e *rowEncoder) setSpanResource(attrs pcommon.Map) {
 	r.keysTo = len(e.resArena)
 	e.resArena = append(e.resArena, e.resValues...)
 	r.vals = len(e.resArena)
+	e.resArena = append(e.resArena, e.tenant...)
+	r.tenantTo = len(e.resArena)
 	e.curRes = len(e.res)
 	e.resIndex[id] = e.curRes
 	e.res = append(e.res, r)
@@ -258,6 +270,7 @@ func (e *rowEncoder) appendSpanRow(scope pcommon.InstrumentationScope, s ptrace.
 		e.tmp = e.appendLinks(e.tmp, links)
 	}
 	c[spanLinks].appendBytes(e.tmp)
+	c[spanTenant].data = append(c[spanTenant].data, e.tenant...)
 	e.block.rows++
 }
 
@@ -281,6 +294,7 @@ func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.Lo
 	e.appendAttrMap(&c[logAttributes], lr.Attributes())
 	e.appendResourceMap(&c[logResource])
 	c[logScopeName].appendString(scope.Name())
+	c[logTenant].data = append(c[logTenant].data, e.tenant...)
 	e.block.rows++
 }
 
@@ -309,7 +323,7 @@ func severityNumber(n plog.SeverityNumber) uint8 {
 // appendAttrMap appends m as the current row's value of a map column.
 func (e *rowEncoder) appendAttrMap(c *nativeColumn, m pcommon.Map) {
 	var n uint64
-	c.keys, c.values, n = e.appendAttrEntries(c.keys, c.values, m)
+	c.keys, c.values, n = e.appendAttrEntries(c.keys, c.values, m, "")
 	c.entries += n
 	c.endMap()
 }
@@ -325,16 +339,17 @@ func (e *rowEncoder) appendResourceMap(c *nativeColumn) {
 
 // appendAttrEntries appends the entries of m to a map column's keys and
 // values, and says how many it appended: values as Value.AsString renders
-// them, each key once with its last value. OTLP forbids duplicate keys but
-// its wire format cannot prevent them; the last one wins as it does in a Go
-// map. Distinct keys with invalid UTF-8 can still come out the same (each
-// bad byte is U+FFFD); a ClickHouse Map keeps both.
-func (e *rowEncoder) appendAttrEntries(keys, values []byte, m pcommon.Map) ([]byte, []byte, uint64) {
+// them, each key once with its last value, but for key skip (none when "").
+// OTLP forbids duplicate keys but its wire format cannot prevent them; the
+// last one wins as it does in a Go map. Distinct keys with invalid UTF-8 can
+// still come out the same (each bad byte is U+FFFD); a ClickHouse Map keeps
+// both.
+func (e *rowEncoder) appendAttrEntries(keys, values []byte, m pcommon.Map, skip string) ([]byte, []byte, uint64) {
 	last := e.lastOccurrences(m)
 	i, n := -1, uint64(0)
 	for k, v := range m.All() {
 		i++
-		if last != nil && last[k] != i {
+		if last != nil && last[k] != i || skip != "" && k == skip {
 			continue
 		}
 		keys = appendNativeString(keys, k)

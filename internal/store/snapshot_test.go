@@ -18,6 +18,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 var updateSnapshots = flag.Bool("update", false, "rewrite testdata/snapshots/ from the SQL the Reader sends")
@@ -75,6 +77,9 @@ type snapshotCase struct {
 
 // snapshotTraceIDs are the trace ids of the two variants.
 var snapshotTraceIDs = [2]string{"4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c"}
+
+// snapshotTenants are the tenants of the two variants' contexts.
+var snapshotTenants = [2]string{"acme'0 {x:String} ${db}", "globex'1 {x:String} ${db}"}
 
 func snapshotCases() []snapshotCase {
 	// Values, different in each variant, with quotes and placeholder-like
@@ -220,7 +225,7 @@ func TestQuerySnapshots(t *testing.T) {
 		var sent [2][]sentQuery
 		for v := range sent {
 			rc := &recordingConn{}
-			require.NoError(t, c.run(ctx, NewReader(rc, snapshotDB, ReaderConfig{}), v), c.name)
+			require.NoError(t, c.run(tenant.NewContext(ctx, snapshotTenants[v]), NewReader(rc, snapshotDB, ReaderConfig{}), v), c.name)
 			sent[v] = rc.sent
 		}
 		require.NotEmpty(t, sent[0], c.name)
@@ -231,6 +236,11 @@ func TestQuerySnapshots(t *testing.T) {
 				title = fmt.Sprintf("%s (query %d of %d)", c.name, i+1, len(sent[0]))
 			}
 			checkBound(t, title, s, sent[1][i])
+			// Every read is confined to the caller's tenant: each statement
+			// binds it, once per table it reads.
+			assert.Equal(t, snapshotTenants[0], s.params["tenant"], "%s: the context's tenant", title)
+			assert.Equal(t, strings.Count(s.sql, "FROM "+snapshotDB+"."), strings.Count(s.sql, "tenant = {tenant:String}"),
+				"%s: a tenant condition for each table read", title)
 			assert.True(t, strings.HasSuffix(s.sql, "max_execution_time = 4, max_memory_usage = 1073741824\n"),
 				"%s: every read ends with the reader's limits", title)
 			name := queryOf(t, names, s.sql)

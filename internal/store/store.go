@@ -20,6 +20,11 @@ import (
 // ErrNotFound is returned by readers when the requested trace is not stored.
 var ErrNotFound = errors.New("not found")
 
+// ErrUnavailable is wrapped by a backend's errors that say the store cannot
+// be reached now (not connected yet): worth retrying, and the query API
+// answers it 503 with Retry-After.
+var ErrUnavailable = errors.New("the store is not reachable")
+
 // Params are the values of a query's `{name:Type}` placeholders. Values are
 // string, int64 or uint64. They never reach SQL text on a server (bound by
 // the server); on chDB they are rendered as escaped literals.
@@ -142,15 +147,23 @@ var queryLimitCodes = map[string]bool{
 	"396": true, // TOO_MANY_ROWS_OR_BYTES
 }
 
+// ErrorCode returns the ClickHouse error code err carries ("81"), or ""
+// when it carries none.
+func ErrorCode(err error) string {
+	if err == nil {
+		return ""
+	}
+	if m := codeRe.FindStringSubmatch(err.Error()); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
 // IsQueryLimit reports whether err, from a read, says the read met one of
 // the reader's limits (time, memory): it asked for too much, and the
 // caller should narrow it.
 func IsQueryLimit(err error) bool {
-	if err == nil {
-		return false
-	}
-	m := codeRe.FindStringSubmatch(err.Error())
-	return m != nil && queryLimitCodes[m[1]]
+	return queryLimitCodes[ErrorCode(err)]
 }
 
 // IsPermanent reports whether err, from a Conn, says the statement can never

@@ -10,6 +10,7 @@ import (
 	json "github.com/goccy/go-json"
 
 	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // TracesFilter selects the traces SearchTraces returns: those that started
@@ -69,7 +70,7 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.Trac
 	p := Params{"start_ns": f.Start, "end_ns": f.End, "service": f.Service, "operation": f.Operation,
 		"min_duration_ns": f.MinDuration.Nanoseconds(), "max_duration_ns": f.MaxDuration.Nanoseconds(),
 		"errors_only": errorsOnly, "limit": int64(f.Limit), "offset": int64(f.Offset),
-		"candidates": asked,
+		"candidates": asked, "tenant": tenant.FromContext(ctx),
 		// A trace that started in the window ends within the hour, mostly:
 		// its spans and rows start no more than that after the window's end
 		// (or before its start: a part of the trace without its root).
@@ -78,13 +79,13 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.Trac
 	for i, a := range f.Attributes {
 		k, v := fmt.Sprintf("ak%d", i), fmt.Sprintf("av%d", i)
 		fmt.Fprintf(&attrs, "AND trace_id IN (SELECT trace_id FROM %s WHERE attributes[{%s:String}] = {%s:String} "+
-			"AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
+			"AND tenant = {tenant:String} AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
 			"AND timestamp <= fromUnixTimestamp64Nano({near_end_ns:Int64})) ", r.spansTable, k, v)
 		p[k], p[v] = a.Key, a.Value
 	}
 	if f.SpanName != "" {
 		fmt.Fprintf(&attrs, "AND trace_id IN (SELECT trace_id FROM %s WHERE name = {span_name:String} "+
-			"AND ({service:String} = '' OR service = {service:String}) "+
+			"AND tenant = {tenant:String} AND ({service:String} = '' OR service = {service:String}) "+
 			"AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
 			"AND timestamp <= fromUnixTimestamp64Nano({near_end_ns:Int64})) ", r.spansTable)
 		p["span_name"] = f.SpanName
@@ -148,19 +149,21 @@ func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]mo
 
 // Services returns the services of the traces stored between start and end.
 func (r *Reader) Services(ctx context.Context, start, end int64) ([]string, error) {
-	return r.names(ctx, r.services, Params{"start_ns": start, "end_ns": end}, "service")
+	return r.names(ctx, r.services, Params{"start_ns": start, "end_ns": end, "tenant": tenant.FromContext(ctx)}, "service")
 }
 
 // Operations returns the span names of service between start and end.
 func (r *Reader) Operations(ctx context.Context, service string, start, end int64) ([]string, error) {
-	return r.names(ctx, r.operations, Params{"service": service, "start_ns": start, "end_ns": end}, "name")
+	return r.names(ctx, r.operations, Params{"service": service, "start_ns": start, "end_ns": end,
+		"tenant": tenant.FromContext(ctx)}, "name")
 }
 
 // Dependencies returns the calls between services in the spans stored
 // between start and end, by caller and callee.
 func (r *Reader) Dependencies(ctx context.Context, start, end int64) ([]model.Dependency, error) {
 	out := []model.Dependency{}
-	err := r.conn.Query(ctx, r.dependencies, Params{"start_ns": start, "end_ns": end}, func(b []byte) error {
+	p := Params{"start_ns": start, "end_ns": end, "tenant": tenant.FromContext(ctx)}
+	err := r.conn.Query(ctx, r.dependencies, p, func(b []byte) error {
 		var row struct {
 			Parent, Child string
 			Calls         uint64 `json:"calls"`
@@ -184,7 +187,8 @@ func (r *Reader) Dependencies(ctx context.Context, start, end int64) ([]model.De
 // start and end, by pair and time.
 func (r *Reader) ClockPairs(ctx context.Context, start, end int64) ([]model.ClockPair, error) {
 	out := []model.ClockPair{}
-	err := r.conn.Query(ctx, r.clockPairs, Params{"start_ns": start, "end_ns": end}, func(b []byte) error {
+	p := Params{"start_ns": start, "end_ns": end, "tenant": tenant.FromContext(ctx)}
+	err := r.conn.Query(ctx, r.clockPairs, p, func(b []byte) error {
 		var row struct {
 			TimeNs  int64  `json:"time_ns"`
 			A       string `json:"host_a"`

@@ -13,6 +13,8 @@ import (
 
 // Writer turns pdata into rows and inserts them, one insert per table per
 // call: callers batch (the sampler emits all the traces it kept in a pass).
+// Every row carries its tenant (schema 015): a span's or log record's is its
+// resource's (tenant.Of), an analysis row's its Tenant (empty: the default).
 type Writer struct {
 	conn Conn
 	// Rows older than their retention are not written (they would expire

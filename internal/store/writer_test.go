@@ -26,11 +26,38 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // The writer's encoding before rowEncoder, kept as the oracle the new one is
 // held to: pdata to spanRow and logRow, encoded by encoding/json. It is the
-// old code with its helpers renamed.
+// old code with its helpers renamed, and the tenant (schema 015) added: a
+// column of each row, not among the resource's attributes.
+
+// oldResource is the resource map and tenant of a resource's rows.
+func oldResource(attrs pcommon.Map) (map[string]string, string) {
+	res := oldAttrMap(attrs)
+	delete(res, tenant.Attribute)
+	return res, tenant.Of(attrs)
+}
+
+// withTenant is a row of the oracle with its tenant column.
+type withTenant[R any] struct {
+	Row    R
+	Tenant string `json:"tenant"`
+}
+
+func (r withTenant[R]) MarshalJSON() ([]byte, error) {
+	row, err := json.Marshal(r.Row)
+	if err != nil {
+		return nil, err
+	}
+	t, err := json.Marshal(r.Tenant)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append(row[:len(row)-1], `,"tenant":`...), t...), '}'), nil
+}
 
 func oldEncodeTraces(td ptrace.Traces) ([]byte, WriteStats) {
 	var st WriteStats
@@ -39,7 +66,7 @@ func oldEncodeTraces(td ptrace.Traces) ([]byte, WriteStats) {
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
-		res := oldAttrMap(rs.Resource().Attributes())
+		res, tn := oldResource(rs.Resource().Attributes())
 		service, host := serviceAndHost(rs.Resource().Attributes())
 		sss := rs.ScopeSpans()
 		for j := 0; j < sss.Len(); j++ {
@@ -51,7 +78,7 @@ func oldEncodeTraces(td ptrace.Traces) ([]byte, WriteStats) {
 					st.Invalid++
 					continue
 				}
-				row := oldSpanRow(s, ss.Scope(), res, service, host)
+				row := withTenant[spanRow]{oldSpanRow(s, ss.Scope(), res, service, host), tn}
 				if err := enc.Encode(&row); err != nil {
 					panic(err)
 				}
@@ -92,14 +119,14 @@ func oldEncodeLogs(ld plog.Logs) ([]byte, WriteStats) {
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
-		res := oldAttrMap(rl.Resource().Attributes())
+		res, tn := oldResource(rl.Resource().Attributes())
 		service, host := serviceAndHost(rl.Resource().Attributes())
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			sl := sls.At(j)
 			recs := sl.LogRecords()
 			for k := 0; k < recs.Len(); k++ {
-				row := oldLogRow(recs.At(k), sl.Scope(), res, service, host)
+				row := withTenant[logRow]{oldLogRow(recs.At(k), sl.Scope(), res, service, host), tn}
 				if err := enc.Encode(&row); err != nil {
 					panic(err)
 				}
@@ -274,12 +301,13 @@ func withResources(t testing.TB, rows, resources []map[string]any) []map[string]
 	return rows
 }
 
-// traceRowsOracle sums up the oracle's span rows, trace by trace in order
-// of first appearance, as trace_summaries holds them (its materialized
-// view's definition, schema 005).
+// traceRowsOracle sums up the oracle's span rows, trace by trace (a trace
+// is its tenant's) in order of first appearance, as trace_summaries holds
+// them (its materialized view's definition, schema 005).
 func traceRowsOracle(t testing.TB, spans []map[string]any) (summaries []map[string]any) {
 	t.Helper()
 	type sum struct {
+		id, tenant            string
 		start, end            uint64
 		rootService, rootName string
 		spans, errors         uint64
@@ -296,12 +324,13 @@ func traceRowsOracle(t testing.TB, spans []map[string]any) (summaries []map[stri
 		start := s*1e9 + n
 		dur, err := strconv.ParseUint(string(row["duration_ns"].(json.Number)), 10, 64)
 		require.NoError(t, err)
-		id, service := row["trace_id"].(string), row["service"].(string)
-		x, ok := sums[id]
+		id, service, tn := row["trace_id"].(string), row["service"].(string), row["tenant"].(string)
+		key := tn + "/" + id
+		x, ok := sums[key]
 		if !ok {
-			x = &sum{start: start, end: start + dur}
-			sums[id] = x
-			order = append(order, id)
+			x = &sum{id: id, tenant: tn, start: start, end: start + dur}
+			sums[key] = x
+			order = append(order, key)
 		}
 		x.start, x.end = min(x.start, start), max(x.end, start+dur)
 		x.spans++
@@ -316,11 +345,11 @@ func traceRowsOracle(t testing.TB, spans []map[string]any) (summaries []map[stri
 		}
 	}
 	num := func(v uint64) json.Number { return json.Number(strconv.FormatUint(v, 10)) }
-	for _, id := range order {
-		x := sums[id]
-		summaries = append(summaries, map[string]any{"start": nanosText(x.start), "trace_id": id,
+	for _, key := range order {
+		x := sums[key]
+		summaries = append(summaries, map[string]any{"start": nanosText(x.start), "trace_id": x.id,
 			"duration_ns": num(x.end - x.start), "root_service": x.rootService, "root_name": x.rootName,
-			"span_count": num(x.spans), "error_count": num(x.errors), "services": x.services})
+			"span_count": num(x.spans), "error_count": num(x.errors), "services": x.services, "tenant": x.tenant})
 	}
 	return summaries
 }
@@ -419,6 +448,33 @@ func decodeNative(t testing.TB, data []byte) []map[string]any {
 			}
 			continue
 		}
+		if typ == "Map(Int32, UInt64)" { // RED's latency buckets
+			ends := make([]uint64, nrows)
+			for i := range ends {
+				ends[i] = u64()
+			}
+			total := uint64(0)
+			if nrows > 0 {
+				total = ends[nrows-1]
+			}
+			keys := make([]int32, total)
+			for i := range keys {
+				var b [4]byte
+				_, err := io.ReadFull(r, b[:])
+				require.NoError(t, err)
+				keys[i] = int32(binary.LittleEndian.Uint32(b[:]))
+			}
+			start := uint64(0)
+			for i := range nrows {
+				m := map[int32]uint64{}
+				for j := start; j < ends[i]; j++ {
+					m[keys[j]] = u64()
+				}
+				rows[i][name] = m
+				start = ends[i]
+			}
+			continue
+		}
 		for i := range nrows {
 			if typ == "Map(String, String)" {
 				break
@@ -429,6 +485,10 @@ func decodeNative(t testing.TB, data []byte) []map[string]any {
 				v = nanosText(u64())
 			case "UInt64":
 				v = json.Number(strconv.FormatUint(u64(), 10))
+			case "Int64":
+				v = json.Number(strconv.FormatInt(int64(u64()), 10))
+			case "Float64":
+				v = math.Float64frombits(u64())
 			case "UInt32", "DateTime":
 				var b [4]byte
 				_, err := io.ReadFull(r, b[:])
@@ -1021,9 +1081,9 @@ func TestRowFormat(t *testing.T) {
 	ev.Attributes().PutStr("exception.message", `say "hi"`)
 
 	got := writeTraces(t, td)
-	// The block's header: 17 columns, 1 row, then the first column's name
+	// The block's header: 18 columns, 1 row, then the first column's name
 	// and type and its one value.
-	assert.Equal(t, "\x11\x01\x09timestamp\x0dDateTime64(9)\x01\x00\x2a\x36\xfe\x9c\x97\x17", string(got.spans[:34]))
+	assert.Equal(t, "\x12\x01\x09timestamp\x0dDateTime64(9)\x01\x00\x2a\x36\xfe\x9c\x97\x17", string(got.spans[:34]))
 	assert.Equal(t, []map[string]any{{
 		"timestamp": "1700000000.000000001", "trace_id": "abcd0000000000000000000000000001",
 		"span_id": "1200000000000002", "parent_span_id": "", "trace_state": "", "name": `GET "/a"`, "kind": "server",
@@ -1034,15 +1094,15 @@ func TestRowFormat(t *testing.T) {
 		"scope_name":     "io.otel", "scope_version": "1.2",
 		"events": []any{map[string]any{"timeUnixNano": "1700000000000000002", "name": "exception",
 			"attributes": map[string]any{"exception.message": `say "hi"`}}},
-		"links": []any{},
+		"links": []any{}, "tenant": "default",
 	}}, got.spanRows(t))
 	resource := decodeNative(t, got.groups)
 	require.Len(t, resource, 1)
 	assert.Equal(t, json.Number("1700000000"), resource[0]["last_seen"], "the time of its last span, in seconds")
 	assert.Equal(t, []map[string]any{{"start": "1700000000.000000001", "duration_ns": json.Number("250000000"),
 		"trace_id": "abcd0000000000000000000000000001", "root_service": "checkout", "root_name": `GET "/a"`,
-		"span_count": json.Number("1"), "error_count": json.Number("1"), "services": []any{"checkout"}}},
-		decodeNative(t, got.summaries))
+		"span_count": json.Number("1"), "error_count": json.Number("1"), "services": []any{"checkout"},
+		"tenant": "default"}}, decodeNative(t, got.summaries))
 
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
@@ -1061,6 +1121,7 @@ func TestRowFormat(t *testing.T) {
 		"trace_id": "abcd0000000000000000000000000001", "span_id": "1200000000000002", "severity_text": "ERROR",
 		"severity_number": json.Number("17"), "service": "checkout", "host": "", "body": "line\n",
 		"attributes": map[string]any{}, "resource": map[string]any{"service.name": "checkout"}, "scope_name": "",
+		"tenant": "default",
 	}}, decodeNative(t, logs))
 }
 

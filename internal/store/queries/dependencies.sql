@@ -12,7 +12,8 @@ FROM
     SELECT groupArray(tuple(substring(ids, 1, 8), substring(ids, 9, 8), toString(service), toString(status_code),
         duration_ns)) AS s
     FROM ${db}.spans
-    WHERE timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
+    WHERE tenant = {tenant:String}
+      AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
       AND timestamp <= fromUnixTimestamp64Nano({end_ns:Int64})
     GROUP BY trace_id
 )

@@ -3,3 +3,4 @@
 SELECT DISTINCT trace_id
 FROM ${db}.spans
 WHERE trace_id IN (SELECT arrayJoin(splitByChar(',', {trace_ids:String})))
+  AND tenant = {tenant:String}

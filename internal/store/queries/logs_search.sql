@@ -13,7 +13,8 @@ SELECT
     CAST(attributes, 'Map(String, String)') AS attributes, CAST(resource, 'Map(String, String)') AS resource,
     toString(scope_name) AS scope_name
 FROM ${db}.logs
-WHERE logs.timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
+WHERE logs.tenant = {tenant:String}
+  AND logs.timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
   AND logs.timestamp <= fromUnixTimestamp64Nano({end_ns:Int64})
   AND ({service:String} = '' OR logs.service = {service:String})
   AND ({severity:String} = '' OR lower(logs.severity_text) = lower({severity:String}))

@@ -1,7 +1,8 @@
 -- The span names of a service in the window, by name.
 SELECT DISTINCT toString(name) AS name
 FROM ${db}.spans
-WHERE service = {service:String}
+WHERE tenant = {tenant:String}
+  AND service = {service:String}
   AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
   AND timestamp <= fromUnixTimestamp64Nano({end_ns:Int64})
 ORDER BY name

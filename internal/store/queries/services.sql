@@ -2,7 +2,8 @@
 -- before it and ended in it, by name.
 SELECT DISTINCT arrayJoin(services) AS service
 FROM ${db}.trace_summaries
-WHERE start >= fromUnixTimestamp64Nano({start_ns:Int64}) - INTERVAL 1 HOUR
+WHERE tenant = {tenant:String}
+  AND start >= fromUnixTimestamp64Nano({start_ns:Int64}) - INTERVAL 1 HOUR
   AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
   AND addNanoseconds(start, duration_ns) >= fromUnixTimestamp64Nano({start_ns:Int64})
 ORDER BY service

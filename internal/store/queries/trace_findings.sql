@@ -14,19 +14,22 @@ FROM
         toUInt32(0) AS samples
     FROM ${db}.findings
     WHERE trace_id = {trace_id:String}
+      AND tenant = {tenant:String}
       AND timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})
       AND timestamp <= fromUnixTimestamp64Nano({to_ns:Int64})
     UNION ALL
     SELECT DISTINCT 1, '', [], '', '', 0, '', toString(host), '', offset_ns, toUInt32(0)
     FROM ${db}.trace_clock
     WHERE trace_id = {trace_id:String}
+      AND tenant = {tenant:String}
       AND timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})
       AND timestamp <= fromUnixTimestamp64Nano({to_ns:Int64})
     UNION ALL
     SELECT 2, '', [], '', '', 0, '', toString(host_a), toString(host_b), argMax(offset_ns, timestamp),
         argMax(samples, timestamp)
     FROM ${db}.clock_pairs
-    WHERE has(splitByChar('\n', {hosts:String}), toString(host_a))
+    WHERE tenant = {tenant:String}
+      AND has(splitByChar('\n', {hosts:String}), toString(host_a))
       AND has(splitByChar('\n', {hosts:String}), toString(host_b))
       AND timestamp >= toDateTime(intDiv({from_ns:Int64}, 1000000000))
       AND timestamp <= toDateTime(intDiv({to_ns:Int64}, 1000000000))

@@ -8,6 +8,7 @@ SELECT
     toString(scope_name) AS scope_name
 FROM ${db}.logs
 WHERE trace_id = {trace_id:String}
+  AND tenant = {tenant:String}
   AND logs.timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})
   AND logs.timestamp <= fromUnixTimestamp64Nano({to_ns:Int64})
 ORDER BY logs.timestamp, logs.observed_timestamp

@@ -9,6 +9,8 @@
 -- The span's and its parent's ids are the halves of ids (schema 010), in
 -- hex; a parent of zeros is none. At most {max_spans} spans, the earliest:
 -- the reader asks for one more than it returns, to say the trace was cut.
+-- Another tenant's spans of the same id are not the trace's: the tenant is
+-- a condition on the rows the trace id finds.
 SELECT
     toInt64(toUnixTimestamp64Nano(timestamp)) AS timestamp,
     trace_id,
@@ -18,6 +20,7 @@ SELECT
     status_code, status_message, attributes, resource, resource_id, scope_name, scope_version, events, links
 FROM ${db}.spans
 WHERE trace_id = {trace_id:String}
+  AND tenant = {tenant:String}
 ORDER BY spans.timestamp, span_id
 LIMIT 1 BY span_id
 LIMIT {max_spans:UInt64}

@@ -18,7 +18,8 @@
 -- name; durations are end − start in nanoseconds, inclusive. The attrs slot
 -- becomes one `AND trace_id IN (spans with attributes[<key N>] = <value N>
 -- near the window)` per attribute filter, keys and values bound as
--- parameters.
+-- parameters. Every read is of the caller's {tenant}: another tenant's rows
+-- of the same trace id are not the trace's.
 SELECT
     trace_id,
     root_service,
@@ -54,13 +55,15 @@ FROM
         -- crash (distributed mode) may be inserted a second time, alike.
         SELECT DISTINCT trace_id, start, duration_ns, root_service, root_name, span_count, error_count, services
         FROM ${db}.trace_summaries
-        WHERE start >= fromUnixTimestamp64Nano({near_start_ns:Int64})
+        WHERE tenant = {tenant:String}
+          AND start >= fromUnixTimestamp64Nano({near_start_ns:Int64})
           AND start <= fromUnixTimestamp64Nano({near_end_ns:Int64})
           AND trace_id IN
         (
             SELECT trace_id
             FROM ${db}.trace_summaries
-            WHERE start >= fromUnixTimestamp64Nano({start_ns:Int64})
+            WHERE tenant = {tenant:String}
+              AND start >= fromUnixTimestamp64Nano({start_ns:Int64})
               AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
               AND ({service:String} = '' OR has(services, {service:String}))
               AND ({operation:String} = '' OR root_name = {operation:String})

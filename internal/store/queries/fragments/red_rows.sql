@@ -3,10 +3,12 @@
     -- it read from the coarsest tier of red_rollup whose buckets lie wholly
     -- inside it (hours, then five minutes and minutes at the edges), the
     -- rest from the 10 s rows of red. Each tier gets two ranges [lo, hi) of
-    -- Unix seconds, empty when lo = hi (store/red.go, redWindow).
+    -- Unix seconds, empty when lo = hi (store/red.go, redWindow). Of the
+    -- caller's {tenant} alone, whose series the rollup keeps apart.
     SELECT timestamp, operation, instance, dimensions, requests, errors, latency, error_latency
     FROM ${db}.red
-    WHERE service = {service:String}
+    WHERE tenant = {tenant:String}
+      AND service = {service:String}
       AND ({operation:String} = '' OR operation = {operation:String})
       AND (timestamp >= toDateTime({t0_lo:Int64}) AND timestamp < toDateTime({t0_hi:Int64})
         OR timestamp >= toDateTime({t0_lo2:Int64}) AND timestamp < toDateTime({t0_hi2:Int64}))
@@ -14,7 +16,8 @@
     SELECT timestamp, operation, instance, dimensions, toUInt64(requests), toUInt64(errors),
            CAST(latency, 'Map(Int32, UInt64)'), CAST(error_latency, 'Map(Int32, UInt64)')
     FROM ${db}.red_rollup
-    WHERE service = {service:String}
+    WHERE tenant = {tenant:String}
+      AND service = {service:String}
       AND ({operation:String} = '' OR operation = {operation:String})
       AND (tier = 60 AND (timestamp >= toDateTime({t1_lo:Int64}) AND timestamp < toDateTime({t1_hi:Int64})
                       OR timestamp >= toDateTime({t1_lo2:Int64}) AND timestamp < toDateTime({t1_hi2:Int64}))
