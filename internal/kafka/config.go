@@ -4,15 +4,19 @@
 // to what is safely handed on (docs/architecture.md, "Distributed mode").
 //
 // The topics:
-//   - spans: a trace's partition is FNV-1a(trace id) mod the partition
-//     count (kafka-go's Hash balancer on the 16-byte id), so a trace's spans
-//     all meet in one partition and so in one sampler. Each message is an
-//     OTLP ExportTraceServiceRequest with the spans of one request's traces
-//     that fall in its partition, keyed by the id of one of them.
+//   - spans: a trace's partition is FNV-1a(its key) mod the partition
+//     count (kafka-go's Hash balancer on the 16-byte key), so a trace's spans
+//     all meet in one partition and so in one sampler. A trace's key is its
+//     id XOR its tenant's key (tenant.Key), the id itself for the default
+//     tenant: two tenants' traces of one id are two traces. Each message is
+//     an OTLP ExportTraceServiceRequest with the spans of one request's
+//     traces that fall in its partition, keyed by the key of one of them,
+//     with the request's tenant in the header "tenant" (TenantHeader;
+//     absent for the default tenant).
 //   - kept: what samplers keep, OTLP ExportTraceServiceRequest (kept spans,
 //     with the analysis resource of findings, clock offsets and RED rows).
 //   - logs: OTLP ExportLogsServiceRequest, as the gateway received them.
-//   - decisions: compacted; key the trace id, value a byte (1 kept, 0
+//   - decisions: compacted; key the trace's key, value a byte (1 kept, 0
 //     dropped) and the big-endian int64 offset in the spans partition up to
 //     which the trace's spans were handed on with that decision
 //     (tailsampler.Decision.Through); partitioned as spans, so a

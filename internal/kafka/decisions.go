@@ -14,7 +14,8 @@ import (
 )
 
 // DecisionLog records a sampler's decisions in the decisions topic, keyed
-// by trace id and so in the partition of the trace's spans
+// by the trace's key (Decision.TraceID: its id XOR its tenant's key, as the
+// gateway partitions spans) and so in the partition of the trace's spans
 // (tailsampler.DecisionLog).
 type DecisionLog struct {
 	w      *kgo.Writer

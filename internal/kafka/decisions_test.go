@@ -15,20 +15,8 @@ import (
 // A partition's new owner loads its recent decisions: the last n of them,
 // every one, and at once (the partition is not read meanwhile).
 func TestLoadDecisions(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a Kafka broker")
-	}
-	if _, err := broker.Libs(); err != nil {
-		t.Fatalf("%v (make test installs them)", err)
-	}
 	ctx := context.Background()
-	b, err := broker.Start(ctx, t.TempDir(), "")
-	require.NoError(t, err)
-	t.Cleanup(b.Stop)
-	cfg := DefaultConfig()
-	cfg.Brokers = []string{b.Addr}
-	cfg.Partitions = 2
-	require.NoError(t, EnsureTopics(ctx, &cfg))
+	cfg := startBroker(t, 2)
 	log := NewDecisionLog(&cfg, nil)
 	defer log.Close()
 
@@ -57,4 +45,24 @@ func TestLoadDecisions(t *testing.T) {
 	got, err = loadDecisions(ctx, &cfg, 0, 10)
 	require.NoError(t, err)
 	require.Equal(t, want[len(want)-10:], got)
+}
+
+// startBroker starts a Kafka broker for the test (skipped with -short) and
+// returns a configuration for it with its topics of partitions created.
+func startBroker(t *testing.T, partitions int) Config {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a Kafka broker")
+	}
+	if _, err := broker.Libs(); err != nil {
+		t.Fatalf("%v (make test installs them)", err)
+	}
+	b, err := broker.Start(context.Background(), t.TempDir(), "")
+	require.NoError(t, err)
+	t.Cleanup(b.Stop)
+	cfg := DefaultConfig()
+	cfg.Brokers = []string{b.Addr}
+	cfg.Partitions = partitions
+	require.NoError(t, EnsureTopics(context.Background(), &cfg))
+	return cfg
 }

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // retryDelay is what a client is told to wait when the broker did not take
@@ -30,11 +31,12 @@ const retryDelay = time.Second
 const partitionsRefresh = 30 * time.Second
 
 // SpanProducer is the gateway's trace path: it splits each OTLP request by
-// the partition of each span's trace id without decoding it, and produces
-// one message per partition — the spans of the request's traces in that
-// partition — returning once the broker has acknowledged all of them, so an
-// acknowledged span is durable. It takes the sampler's place behind the
-// OTLP receiver.
+// the partition of each span's trace (its key: the trace id XOR the
+// tenant's key) without decoding it, and produces one message per
+// partition — the spans of the request's traces in that partition, with the
+// request's tenant in TenantHeader — returning once the broker has
+// acknowledged all of them, so an acknowledged span is durable. It takes the
+// sampler's place behind the OTLP receiver.
 type SpanProducer struct {
 	cfg    Config
 	logger *zap.Logger
@@ -132,10 +134,12 @@ type split struct {
 	parts [][]otlpwire.Span // by partition
 	msgs  []kgo.Message
 	buf   []byte
-	ends  []int // of each message's value in buf
+	ends  []int  // of each message's value in buf
+	keys  []byte // each message's key, 16 bytes a message
 }
 
-// ConsumeRawTraces implements the OTLP receiver's TraceSampler.
+// ConsumeRawTraces implements the OTLP receiver's TraceSampler; the spans
+// are ctx's tenant's (tenant.FromContext).
 func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 	sp := p.pool.Get().(*split)
 	defer p.put(sp)
@@ -152,6 +156,11 @@ func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 	if len(sp.parts) < n {
 		sp.parts = append(sp.parts, make([][]otlpwire.Span, n-len(sp.parts))...)
 	}
+	tn := tenant.FromContext(ctx)
+	var key [16]byte // zero for the default tenant: keys are the trace ids
+	if tn != tenant.Default {
+		key = tenant.Key(tn)
+	}
 	invalid := 0
 	for i := range sp.req.Spans {
 		s := &sp.req.Spans[i]
@@ -159,7 +168,8 @@ func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 			invalid++
 			continue
 		}
-		at := partitionOf(s.TraceID[:], n)
+		k := traceKey(s.TraceID, &key)
+		at := partitionOf(k[:], n)
 		sp.parts[at] = append(sp.parts[at], *s)
 	}
 	if invalid > 0 {
@@ -171,22 +181,30 @@ func (p *SpanProducer) ConsumeRawTraces(ctx context.Context, req []byte) error {
 		}
 	}
 	// One encoding buffer for the request; each message a slice of it,
-	// keyed by one of its traces so that the writer's Hash balancer puts it
-	// where every one of them belongs (partitionOf).
-	sp.buf, sp.ends = sp.buf[:0], sp.ends[:0]
+	// keyed by one of its traces' keys so that the writer's Hash balancer
+	// puts it where every one of them belongs (partitionOf).
+	sp.buf, sp.ends, sp.keys = sp.buf[:0], sp.ends[:0], sp.keys[:0]
 	for _, spans := range sp.parts[:n] {
 		if len(spans) > 0 {
 			sp.buf = sp.enc.Append(sp.buf, sp.req.Resources, sp.req.Scopes, spans)
 			sp.ends = append(sp.ends, len(sp.buf))
-			sp.msgs = append(sp.msgs, kgo.Message{Key: spans[0].TraceID[:]})
+			k := traceKey(spans[0].TraceID, &key)
+			sp.keys = append(sp.keys, k[:]...)
+			sp.msgs = append(sp.msgs, kgo.Message{})
 		}
 	}
 	if len(sp.msgs) == 0 {
 		return nil
 	}
+	var headers []kgo.Header
+	if tn != tenant.Default {
+		headers = []kgo.Header{{Key: TenantHeader, Value: []byte(tn)}}
+	}
 	start := 0
 	for i, end := range sp.ends {
+		sp.msgs[i].Key = sp.keys[16*i : 16*i+16 : 16*i+16]
 		sp.msgs[i].Value = sp.buf[start:end:end]
+		sp.msgs[i].Headers = headers
 		start = end
 	}
 	if err := p.w.WriteMessages(ctx, sp.msgs...); err != nil {
@@ -207,6 +225,29 @@ func (p *SpanProducer) put(sp *split) {
 	clear(sp.msgs)
 	sp.msgs = sp.msgs[:0]
 	p.pool.Put(sp)
+}
+
+// TenantHeader is the header of a spans message that names its tenant;
+// absent for tenant.Default.
+const TenantHeader = "tenant"
+
+// traceKey is a trace's key: its id XOR its tenant's key, the id itself for
+// the default tenant (tenant.Key). The sampler keys traces alike.
+func traceKey(id [16]byte, key *[16]byte) [16]byte {
+	for i := range id {
+		id[i] ^= key[i]
+	}
+	return id
+}
+
+// tenantOf is the tenant a spans message names (TenantHeader).
+func tenantOf(headers []kgo.Header) string {
+	for _, h := range headers {
+		if h.Key == TenantHeader && len(h.Value) > 0 {
+			return string(h.Value)
+		}
+	}
+	return tenant.Default
 }
 
 // unavailable is err as the OTLP receivers pass it on: UNAVAILABLE with a

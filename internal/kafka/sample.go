@@ -11,6 +11,7 @@ import (
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
 	"github.com/tracesift/tracesift/internal/tailsampler"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // GroupConfig is how a role joins its consumer group.
@@ -157,7 +158,8 @@ func (c *SamplerConsumer) loadDecisions(ctx context.Context, partition int) []ta
 }
 
 // readPartition hands the partition's messages to the sampler from offset
-// on, each with a receipt that marks it done in o.
+// on, each with a receipt that marks it done in o and in the context of the
+// tenant it names (TenantHeader).
 func (c *SamplerConsumer) readPartition(ctx context.Context, partition int, offset int64, o *offsets) {
 	r := kgo.NewReader(kgo.ReaderConfig{Brokers: c.cfg.brokers(), Topic: c.cfg.Topics.Spans, Partition: partition,
 		MaxBytes: maxMessageBytes, MinBytes: fetchMinBytes, MaxWait: fetchMaxWait,
@@ -177,8 +179,9 @@ func (c *SamplerConsumer) readPartition(ctx context.Context, partition int, offs
 		}
 		o.read(m.Offset)
 		off := m.Offset
+		tctx := tenant.NewContext(ctx, tenantOf(m.Headers))
 		for {
-			err = c.sampler.ConsumeRawTracesWithReceipt(ctx, m.Value, tailsampler.NewReceipt(off, func() { o.done(off) }))
+			err = c.sampler.ConsumeRawTracesWithReceipt(tctx, m.Value, tailsampler.NewReceipt(off, func() { o.done(off) }))
 			if err == nil {
 				break
 			}

@@ -12,6 +12,9 @@ import (
 // Span is what the aggregator reads of one entry span, as the wire scan
 // found it: the caller keeps the bytes for the length of the call only.
 type Span struct {
+	// Tenant is whose the span is ("" for the default tenant): tenants'
+	// series are apart even when their names are alike.
+	Tenant              string
 	Service             string
 	Operation, Instance []byte
 	// Dimensions are the values of the aggregator's dimension keys, in
@@ -22,10 +25,10 @@ type Span struct {
 	Start    uint64
 	Duration uint64 // nanoseconds
 	Error    bool
-	// Prefix caches the hash of Service, Instance and Dimensions, which the
-	// entry spans of one resource share: 0 until Add computes it; the caller
-	// sets it back to 0 whenever one of them changes (a stale one files the
-	// span under a wrong key: its series would be split).
+	// Prefix caches the hash of Tenant, Service, Instance and Dimensions,
+	// which the entry spans of one resource share: 0 until Add computes it;
+	// the caller sets it back to 0 whenever one of them changes (a stale one
+	// files the span under a wrong key: its series would be split).
 	Prefix uint64
 }
 
@@ -57,6 +60,7 @@ type stripe struct {
 
 type series struct {
 	at                           uint64
+	tenant                       string // "" for the default tenant
 	service, operation, instance string
 	dimensions                   []string // by Aggregator.dimensions, "" for unset
 	overflow                     bool
@@ -91,7 +95,7 @@ func (a *Aggregator) Add(s *Span) {
 		if a.live.Add(1) > a.maxSeries {
 			a.live.Add(-1)
 			a.overflowed.Add(1)
-			sr = st.overflow(at, len(a.dimensions))
+			sr = st.overflow(at, s.Tenant, len(a.dimensions))
 		} else {
 			sr = a.newSeries(at, s)
 			st.series[key] = append(st.series[key], sr)
@@ -112,6 +116,9 @@ func (a *Aggregator) Add(s *Span) {
 // one maphash.Hash.
 func (a *Aggregator) prefix(s *Span) uint64 {
 	h := Mix64(maphash.String(a.seed, s.Service))
+	if s.Tenant != "" {
+		h = Mix64(h ^ maphash.String(a.seed, s.Tenant))
+	}
 	h = Mix64(h ^ maphash.Bytes(a.seed, s.Instance))
 	for k := range a.dimensions {
 		var v []byte
@@ -137,7 +144,7 @@ func Mix64(x uint64) uint64 {
 func (st *stripe) find(key, at uint64, s *Span) *series {
 	for _, sr := range st.series[key] {
 		if sr.overflow || sr.at != at || sr.service != s.Service || sr.operation != string(s.Operation) ||
-			sr.instance != string(s.Instance) {
+			sr.instance != string(s.Instance) || sr.tenant != s.Tenant {
 			continue
 		}
 		same := true
@@ -158,22 +165,23 @@ func (st *stripe) find(key, at uint64, s *Span) *series {
 	return nil
 }
 
-// overflow is the stripe's overflow series of interval at, kept under key 0
-// (a hash of 0 is as unlikely as any other; find skips overflow series).
-func (st *stripe) overflow(at uint64, dims int) *series {
+// overflow is the stripe's overflow series of interval at and tenant, kept
+// under key 0 (a hash of 0 is as unlikely as any other; find skips overflow
+// series): each tenant's totals stay exact.
+func (st *stripe) overflow(at uint64, tenant string, dims int) *series {
 	for _, sr := range st.series[0] {
-		if sr.overflow && sr.at == at {
+		if sr.overflow && sr.at == at && sr.tenant == tenant {
 			return sr
 		}
 	}
-	sr := &series{at: at, overflow: true, dimensions: make([]string, dims)}
+	sr := &series{at: at, tenant: tenant, overflow: true, dimensions: make([]string, dims)}
 	st.series[0] = append(st.series[0], sr)
 	return sr
 }
 
 func (a *Aggregator) newSeries(at uint64, s *Span) *series {
-	sr := &series{at: at, service: s.Service, operation: string(s.Operation), instance: string(s.Instance),
-		dimensions: make([]string, len(a.dimensions))}
+	sr := &series{at: at, tenant: s.Tenant, service: s.Service, operation: string(s.Operation),
+		instance: string(s.Instance), dimensions: make([]string, len(a.dimensions))}
 	for k := range sr.dimensions {
 		if k < len(s.Dimensions) {
 			sr.dimensions[k] = string(s.Dimensions[k])
@@ -183,10 +191,15 @@ func (a *Aggregator) newSeries(at uint64, s *Span) *series {
 }
 
 // Flush returns what was counted since the last Flush, one row a series
-// and interval (overflow series of one interval merged into one), and how
-// many spans went to overflow series; the aggregator starts again empty.
+// and interval (overflow series of one interval and tenant merged into
+// one), and how many spans went to overflow series; the aggregator starts
+// again empty.
 func (a *Aggregator) Flush() (rows []model.RED, overflowed uint64) {
-	overflow := map[uint64]*series{}
+	type overflowKey struct {
+		at     uint64
+		tenant string
+	}
+	overflow := map[overflowKey]*series{}
 	for i := range a.stripes {
 		st := &a.stripes[i]
 		st.mu.Lock()
@@ -199,13 +212,13 @@ func (a *Aggregator) Flush() (rows []model.RED, overflowed uint64) {
 					rows = append(rows, a.row(sr))
 					continue
 				}
-				if o := overflow[sr.at]; o != nil {
+				if o := overflow[overflowKey{sr.at, sr.tenant}]; o != nil {
 					o.requests += sr.requests
 					o.errors += sr.errors
 					o.latency.merge(&sr.latency)
 					o.errorLatency.merge(&sr.errorLatency)
 				} else {
-					overflow[sr.at] = sr
+					overflow[overflowKey{sr.at, sr.tenant}] = sr
 				}
 			}
 		}
@@ -220,7 +233,7 @@ func (a *Aggregator) Flush() (rows []model.RED, overflowed uint64) {
 func (a *Aggregator) row(sr *series) model.RED {
 	r := model.RED{TimeUnixNano: sr.at, Service: sr.service, Operation: sr.operation, Instance: sr.instance,
 		Dimensions: map[string]string{}, Requests: sr.requests, Errors: sr.errors, Latency: sr.latency.sketch(),
-		ErrorLatency: sr.errorLatency.sketch()}
+		ErrorLatency: sr.errorLatency.sketch(), Tenant: sr.tenant}
 	for k, v := range sr.dimensions {
 		if v != "" {
 			r.Dimensions[a.dimensions[k]] = v

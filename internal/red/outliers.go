@@ -42,7 +42,9 @@ const (
 	minSlowRequests = 5
 )
 
-type instanceKey struct{ service, operation, instance string }
+// instanceKey is an instance of one tenant's operation: tenants are judged
+// apart.
+type instanceKey struct{ tenant, service, operation, instance string }
 
 type instanceTally struct {
 	requests, errors uint64
@@ -67,7 +69,7 @@ func (o *Outliers) Add(rows []model.RED) {
 		if slot == nil {
 			continue
 		}
-		k := instanceKey{r.Service, r.Operation, r.Instance}
+		k := instanceKey{r.Tenant, r.Service, r.Operation, r.Instance}
 		t := slot[k]
 		if t == nil {
 			t = &instanceTally{latency: Sketch{}}
@@ -106,14 +108,14 @@ func (o *Outliers) Judge(now time.Time) []model.Finding {
 			delete(o.slots, at)
 		}
 	}
-	type op struct{ service, operation string }
+	type op struct{ tenant, service, operation string }
 	byOp := map[op]map[string]*instanceTally{}
 	for _, slot := range o.slots {
 		for k, t := range slot {
-			insts := byOp[op{k.service, k.operation}]
+			insts := byOp[op{k.tenant, k.service, k.operation}]
 			if insts == nil {
 				insts = map[string]*instanceTally{}
-				byOp[op{k.service, k.operation}] = insts
+				byOp[op{k.tenant, k.service, k.operation}] = insts
 			}
 			sum := insts[k.instance]
 			if sum == nil {
@@ -127,9 +129,14 @@ func (o *Outliers) Judge(now time.Time) []model.Finding {
 	}
 	var out []model.Finding
 	for _, k := range slices.SortedFunc(maps.Keys(byOp), func(a, b op) int {
-		return cmp.Or(cmp.Compare(a.service, b.service), cmp.Compare(a.operation, b.operation))
+		return cmp.Or(cmp.Compare(a.tenant, b.tenant), cmp.Compare(a.service, b.service),
+			cmp.Compare(a.operation, b.operation))
 	}) {
-		out = append(out, judgeOperation(k.service, k.operation, byOp[k], uint64(now.UnixNano()))...)
+		found := judgeOperation(k.service, k.operation, byOp[k], uint64(now.UnixNano()))
+		for i := range found {
+			found[i].Tenant = k.tenant
+		}
+		out = append(out, found...)
 	}
 	return out
 }

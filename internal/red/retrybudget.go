@@ -29,8 +29,9 @@ const (
 )
 
 // Edge is a call edge: the calling service and what it calls (the callee's
-// peer.service, server address or RPC service, else the call's name).
-type Edge struct{ Service, Callee string }
+// peer.service, server address or RPC service, else the call's name), of a
+// tenant ("" for the default).
+type Edge struct{ Tenant, Service, Callee string }
 
 // Retries counts the calls and retries of every call edge over the last
 // RetryBudgetWindow, in slots, and judges them against the retry budget. It
@@ -55,10 +56,11 @@ func NewRetries(maxEdges int) *Retries {
 // MaxEdges is the most edges counted in a slot.
 func (r *Retries) MaxEdges() int { return r.maxEdges }
 
-// Add counts calls on the edge hashed h, retries of them, at now; service
-// and callee name it, read only when the edge is new in its slot. It
-// reports false when the edge was not counted: its slot had maxEdges.
-func (r *Retries) Add(now time.Time, h uint64, service string, callee []byte, calls, retries uint64) bool {
+// Add counts calls on the edge hashed h, retries of them, at now; tenant,
+// service and callee name it (h must hash all three), read only when the
+// edge is new in its slot. It reports false when the edge was not counted:
+// its slot had maxEdges.
+func (r *Retries) Add(now time.Time, h uint64, tenant, service string, callee []byte, calls, retries uint64) bool {
 	at := uint64(now.UnixNano())
 	at -= at % uint64(outlierSlot)
 	r.mu.Lock()
@@ -77,7 +79,7 @@ func (r *Retries) Add(now time.Time, h uint64, service string, callee []byte, ca
 		if len(slot) >= r.maxEdges {
 			return false
 		}
-		t = &edgeTally{edge: Edge{service, string(callee)}}
+		t = &edgeTally{edge: Edge{tenant, service, string(callee)}}
 		slot[h] = t
 	}
 	t.calls += calls
@@ -109,14 +111,14 @@ func (r *Retries) Judge(now time.Time) []model.Finding {
 	r.mu.Unlock()
 	var out []model.Finding
 	for _, e := range slices.SortedFunc(maps.Keys(sums), func(a, b Edge) int {
-		return cmp.Or(cmp.Compare(a.Service, b.Service), cmp.Compare(a.Callee, b.Callee))
+		return cmp.Or(cmp.Compare(a.Tenant, b.Tenant), cmp.Compare(a.Service, b.Service), cmp.Compare(a.Callee, b.Callee))
 	}) {
 		t := sums[e]
 		ratio := float64(t.retries) / float64(max(t.calls, 1))
 		if t.calls < minBudgetCalls || t.retries < minBudgetRetries || ratio <= RetryBudget {
 			continue
 		}
-		out = append(out, model.Finding{TimeUnixNano: uint64(now.UnixNano()), Kind: KindRetryBudget, SpanIDs: []string{},
+		out = append(out, model.Finding{TimeUnixNano: uint64(now.UnixNano()), Kind: KindRetryBudget, SpanIDs: []string{}, Tenant: e.Tenant,
 			Service: e.Service, Subject: e.Service + " → " + e.Callee, Value: math.Round(ratio*1e4) / 1e4,
 			Summary: fmt.Sprintf("%s → %s: %s of %s calls were retries (%s) over the last %s, over the %s budget",
 				e.Service, e.Callee, pct(ratio), strconv.FormatUint(t.calls, 10), strconv.FormatUint(t.retries, 10),

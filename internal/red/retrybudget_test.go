@@ -17,9 +17,9 @@ func TestRetryBudget(t *testing.T) {
 	// its calls, checkout → stock 5 %, cart → pricing 40 % of 20 calls.
 	for i := range 10 {
 		at := now.Add(-time.Duration(i) * 30 * time.Second)
-		require.True(t, r.Add(at, 1, "checkout", []byte("payments"), 100, 15))
-		require.True(t, r.Add(at, 2, "checkout", []byte("stock"), 100, 5))
-		require.True(t, r.Add(at, 3, "cart", []byte("pricing"), 2, 1))
+		require.True(t, r.Add(at, 1, "", "checkout", []byte("payments"), 100, 15))
+		require.True(t, r.Add(at, 2, "", "checkout", []byte("stock"), 100, 5))
+		require.True(t, r.Add(at, 3, "", "cart", []byte("pricing"), 2, 1))
 	}
 	got := r.Judge(now)
 	require.Len(t, got, 1)
@@ -33,7 +33,7 @@ func TestRetryBudget(t *testing.T) {
 
 	// Ten minutes later, with no more retries, the window has moved on.
 	later := now.Add(10 * time.Minute)
-	r.Add(later, 1, "checkout", []byte("payments"), 100, 0)
+	r.Add(later, 1, "", "checkout", []byte("payments"), 100, 0)
 	assert.Empty(t, r.Judge(later))
 }
 
@@ -42,10 +42,10 @@ func TestRetryBudget(t *testing.T) {
 func TestRetryBudgetBoundsEdges(t *testing.T) {
 	r := NewRetries(2)
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
-	assert.True(t, r.Add(now, 1, "a", []byte("x"), 100, 50))
-	assert.True(t, r.Add(now, 2, "a", []byte("y"), 1, 0))
-	assert.False(t, r.Add(now, 3, "a", []byte("z"), 100, 50))
-	assert.True(t, r.Add(now, 1, "a", []byte("x"), 100, 50))
+	assert.True(t, r.Add(now, 1, "", "a", []byte("x"), 100, 50))
+	assert.True(t, r.Add(now, 2, "", "a", []byte("y"), 1, 0))
+	assert.False(t, r.Add(now, 3, "", "a", []byte("z"), 100, 50))
+	assert.True(t, r.Add(now, 1, "", "a", []byte("x"), 100, 50))
 	got := r.Judge(now)
 	require.Len(t, got, 1)
 	assert.Equal(t, "a → x", got[0].Subject)

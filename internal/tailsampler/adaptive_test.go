@@ -31,7 +31,7 @@ func TestRouteTableWindowsAndLimits(t *testing.T) {
 	cfg := AdaptiveSlowConfig{Enabled: true, Quantile: 0.9, MinSamples: 10, MinDuration: 5 * time.Millisecond, Window: time.Minute, MaxRoutes: 1}
 	rt := newRouteTable(cfg)
 	now := time.Unix(1_700_000_000, 0)
-	k := routeKey{"svc", "GET /a"}
+	k := routeKey{service: "svc", operation: "GET /a"}
 	for range 9 {
 		slow, ok := rt.observe(k, 10*time.Millisecond, now)
 		assert.True(t, ok)
@@ -43,7 +43,7 @@ func TestRouteTableWindowsAndLimits(t *testing.T) {
 	slow, _ = rt.observe(k, 4*time.Millisecond, now)
 	assert.False(t, slow, "under min_duration")
 
-	_, ok := rt.observe(routeKey{"svc", "GET /b"}, time.Second, now)
+	_, ok := rt.observe(routeKey{service: "svc", operation: "GET /b"}, time.Second, now)
 	assert.False(t, ok, "max_routes reached")
 
 	// One window later the previous window still counts; two later, nothing does.

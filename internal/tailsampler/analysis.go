@@ -1,11 +1,14 @@
 package tailsampler
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -81,15 +84,21 @@ func (c *AnalyzeConfig) Validate() error {
 
 // analyzer runs the analyzers for every shard.
 type analyzer struct {
-	opts   analyze.Options
-	skew   *clockskew.Estimator
-	logger *zap.Logger
-	tel    *telemetry
+	opts    analyze.Options
+	skewCfg clockskew.Config
+	skew    *clockskew.Estimator // the default tenant's
+	logger  *zap.Logger
+	tel     *telemetry
+	tenants *tenantTable
 
-	// skewed holds the host pairs (pairKey of hostHash) whose estimate
-	// reaches the threshold, for keep_clock_skew; rebuilt at most once a
-	// second from the estimator.
-	skewed    atomic.Pointer[map[uint64]struct{}]
+	// skews are the other tenants' estimators, by tenant index: two
+	// tenants' hosts are apart even when named alike.
+	skewsMu sync.RWMutex
+	skews   map[uint32]*clockskew.Estimator
+
+	// skewed holds the host pairs whose estimate reaches the threshold, for
+	// keep_clock_skew; rebuilt at most once a second from the estimators.
+	skewed    atomic.Pointer[skewedPairs]
 	skewedAt  atomic.Int64
 	threshold time.Duration
 	// pairsAt is when the skewed pairs' estimates were last sent to the
@@ -101,7 +110,14 @@ type analyzer struct {
 	export bool
 }
 
-func newAnalyzer(cfg AnalyzeConfig, logger *zap.Logger, tel *telemetry) (*analyzer, error) {
+// skewedPairs are the skewed host pairs (pairKey of hostHash) by tenant;
+// the default tenant's apart, found without a lookup.
+type skewedPairs struct {
+	def    map[uint64]struct{}
+	others map[uint32]map[uint64]struct{}
+}
+
+func newAnalyzer(cfg AnalyzeConfig, logger *zap.Logger, tel *telemetry, tenants *tenantTable) (*analyzer, error) {
 	if !cfg.Enabled {
 		return nil, nil
 	}
@@ -111,7 +127,50 @@ func newAnalyzer(cfg AnalyzeConfig, logger *zap.Logger, tel *telemetry) (*analyz
 	}
 	opts := analyze.DefaultOptions()
 	opts.FanoutThreshold, opts.MinRepeatedCalls = cfg.FanoutThreshold, cfg.MinRepeatedCalls
-	return &analyzer{opts: opts, skew: est, logger: logger, tel: tel, threshold: cfg.Skew.Threshold}, nil
+	return &analyzer{opts: opts, skewCfg: cfg.Skew, skew: est, logger: logger, tel: tel, tenants: tenants,
+		skews: map[uint32]*clockskew.Estimator{}, threshold: cfg.Skew.Threshold}, nil
+}
+
+// estimator is the clock-skew estimator of tenant tn.
+func (a *analyzer) estimator(tn uint32) *clockskew.Estimator {
+	if tn == 0 {
+		return a.skew
+	}
+	a.skewsMu.RLock()
+	e := a.skews[tn]
+	a.skewsMu.RUnlock()
+	if e != nil {
+		return e
+	}
+	a.skewsMu.Lock()
+	defer a.skewsMu.Unlock()
+	if e = a.skews[tn]; e == nil {
+		e, _ = clockskew.NewEstimator(a.skewCfg) // validated by newAnalyzer
+		a.skews[tn] = e
+	}
+	return e
+}
+
+// tenantEstimator is an estimator with its tenant's index.
+type tenantEstimator struct {
+	tenant uint32
+	est    *clockskew.Estimator
+}
+
+// estimators returns every tenant's estimator, each advanced to now: a
+// tenant that stopped sending must not report estimates out of the window.
+func (a *analyzer) estimators(now time.Time) []tenantEstimator {
+	out := []tenantEstimator{{0, a.skew}}
+	a.skewsMu.RLock()
+	for tn, e := range a.skews {
+		out = append(out, tenantEstimator{tn, e})
+	}
+	a.skewsMu.RUnlock()
+	slices.SortFunc(out[1:], func(x, y tenantEstimator) int { return cmp.Compare(x.tenant, y.tenant) })
+	for _, te := range out[1:] {
+		te.est.Observe(now, nil)
+	}
+	return out
 }
 
 // checkStore checks that the extension analyze::store names is a
@@ -127,26 +186,28 @@ func checkStore(host component.Host, id component.ID) error {
 	return nil
 }
 
-// analyzeKept runs the analyzers on the whole traces among td (the ids in
-// whole; other spans of td are late spans of traces decided earlier) and,
-// when they are exported, appends their findings and clock offsets to td.
-// It returns the number of findings.
-func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool, now time.Time) int {
-	traces := tracesOf(td, whole)
+// analyzeKept runs the analyzers on the whole traces among td (the keys in
+// whole; other spans of td are late spans of traces decided earlier; runs
+// say whose td's resources are) and, when they are exported, appends their
+// findings and clock offsets to td. It returns the number of findings.
+func (a *analyzer) analyzeKept(td ptrace.Traces, runs []tenantRun, whole map[pcommon.TraceID]bool, now time.Time) int {
+	traces := tracesOf(td, runs, a.tenants, whole)
 	var rows []model.Finding
 	var clocks []model.ClockOffset
 	for _, t := range traces {
+		est := a.estimator(t.tenant)
+		row := a.tenants.get(t.tenant).row
 		obs := clockskew.PairOffsets(&t.Trace)
-		a.skew.Observe(now, obs)
+		est.Observe(now, obs)
 		a.refreshSkewed(now)
-		findings := a.skew.Findings(&t.Trace, obs)
+		findings := est.Findings(&t.Trace, obs)
 		if len(obs) > 0 {
-			adj := a.skew.Adjust(&t.Trace)
+			adj := est.Adjust(&t.Trace)
 			// Offsets the query API corrects this trace's times by.
 			for _, h := range adj.Hosts {
 				if h.Offset != 0 {
 					clocks = append(clocks, model.ClockOffset{TraceID: t.TraceID, TimeUnixNano: t.start, Host: h.Host,
-						OffsetNanos: int64(h.Offset), Source: h.Source.String()})
+						OffsetNanos: int64(h.Offset), Source: h.Source.String(), Tenant: row})
 				}
 			}
 			// The other analyzers judge timing across hosts on the
@@ -158,15 +219,19 @@ func (a *analyzer) analyzeKept(td ptrace.Traces, whole map[pcommon.TraceID]bool,
 		findings = append(analyze.Analyze(&t.Trace, a.opts), findings...)
 		for _, f := range findings {
 			a.tel.TracesiftSamplerFindings.Add(context.Background(), 1, a.tel.findingKind(f.Kind))
-			f.TraceID, f.TimeUnixNano = t.TraceID, t.start
+			f.TraceID, f.TimeUnixNano, f.Tenant = t.TraceID, t.start, row
 			rows = append(rows, f)
 		}
 	}
 	if a.export {
-		store.AppendAnalysis(td, store.Analysis{Findings: rows, Clocks: clocks, Pairs: a.pairsDue(now)})
+		appendAnalysis(td, store.Analysis{Findings: rows, Clocks: clocks, Pairs: a.pairsDue(now)})
 	}
 	return len(rows)
 }
+
+// appendAnalysis is store.AppendAnalysis, a variable for the tests to see
+// the rows as the sampler made them.
+var appendAnalysis = store.AppendAnalysis
 
 // pairsEvery is how often the estimates of skewed host pairs go to the store.
 const pairsEvery = time.Minute
@@ -181,10 +246,13 @@ func (a *analyzer) pairsDue(now time.Time) []model.ClockPair {
 		return nil
 	}
 	var out []model.ClockPair
-	for _, pe := range a.skew.Snapshot() {
-		if pe.OK && (pe.Offset >= a.threshold || pe.Offset <= -a.threshold) {
-			out = append(out, model.ClockPair{TimeUnixNano: uint64(now.UnixNano()), A: pe.A, B: pe.B,
-				OffsetNanos: int64(pe.Offset), Samples: pe.Samples})
+	for _, te := range a.estimators(now) {
+		row := a.tenants.get(te.tenant).row
+		for _, pe := range te.est.Snapshot() {
+			if pe.OK && (pe.Offset >= a.threshold || pe.Offset <= -a.threshold) {
+				out = append(out, model.ClockPair{TimeUnixNano: uint64(now.UnixNano()), A: pe.A, B: pe.B,
+					OffsetNanos: int64(pe.Offset), Samples: pe.Samples, Tenant: row})
+			}
 		}
 	}
 	return out
@@ -196,19 +264,36 @@ func (a *analyzer) refreshSkewed(now time.Time) {
 	if now.UnixNano()-last < int64(time.Second) || !a.skewedAt.CompareAndSwap(last, now.UnixNano()) {
 		return
 	}
-	set := map[uint64]struct{}{}
-	for _, pe := range a.skew.Snapshot() {
-		if pe.OK && (pe.Offset >= a.threshold || pe.Offset <= -a.threshold) {
-			set[pairKey(hostHash([]byte(pe.A)), hostHash([]byte(pe.B)))] = struct{}{}
+	sp := &skewedPairs{def: map[uint64]struct{}{}, others: map[uint32]map[uint64]struct{}{}}
+	for _, te := range a.estimators(now) {
+		set := sp.def
+		if te.tenant != 0 {
+			set = map[uint64]struct{}{}
+		}
+		for _, pe := range te.est.Snapshot() {
+			if pe.OK && (pe.Offset >= a.threshold || pe.Offset <= -a.threshold) {
+				set[pairKey(hostHash([]byte(pe.A)), hostHash([]byte(pe.B)))] = struct{}{}
+			}
+		}
+		if te.tenant != 0 && len(set) > 0 {
+			sp.others[te.tenant] = set
 		}
 	}
-	a.skewed.Store(&set)
+	a.skewed.Store(sp)
 }
 
-// crossesSkewedPair reports whether two of the hosts are a skewed pair.
-func (a *analyzer) crossesSkewedPair(h *hostSet) bool {
-	set := a.skewed.Load()
-	if set == nil || len(*set) == 0 {
+// crossesSkewedPair reports whether two of the hosts, tenant tn's, are a
+// skewed pair.
+func (a *analyzer) crossesSkewedPair(h *hostSet, tn uint32) bool {
+	sp := a.skewed.Load()
+	if sp == nil {
+		return false
+	}
+	set := sp.def
+	if tn != 0 {
+		set = sp.others[tn]
+	}
+	if len(set) == 0 {
 		return false
 	}
 	for i := range h {
@@ -216,7 +301,7 @@ func (a *analyzer) crossesSkewedPair(h *hostSet) bool {
 			if h[j] == 0 {
 				break
 			}
-			if _, ok := (*set)[pairKey(h[i], h[j])]; ok {
+			if _, ok := set[pairKey(h[i], h[j])]; ok {
 				return true
 			}
 		}
@@ -224,19 +309,32 @@ func (a *analyzer) crossesSkewedPair(h *hostSet) bool {
 	return false
 }
 
-// analyzedTrace is a trace in the analyzers' model, with its start time.
+// analyzedTrace is a trace in the analyzers' model, with its start time and
+// tenant.
 type analyzedTrace struct {
 	model.Trace
-	start uint64
+	start  uint64
+	tenant uint32
 }
 
-// tracesOf converts the spans of td whose trace id is in whole into the
-// analyzers' model, one trace per id.
-func tracesOf(td ptrace.Traces, whole map[pcommon.TraceID]bool) []*analyzedTrace {
+// tracesOf converts the spans of td whose trace key is in whole into the
+// analyzers' model, one trace per key; runs say whose td's resources are.
+func tracesOf(td ptrace.Traces, runs []tenantRun, tenants *tenantTable, whole map[pcommon.TraceID]bool) []*analyzedTrace {
 	byID := make(map[pcommon.TraceID]*analyzedTrace, len(whole))
 	var order []*analyzedTrace
 	rss := td.ResourceSpans()
+	run, left := -1, 0
 	for i := range rss.Len() {
+		for left == 0 && run+1 < len(runs) {
+			run++
+			left = runs[run].resources
+		}
+		left--
+		var tn uint32
+		if run >= 0 {
+			tn = runs[run].tenant
+		}
+		tkey := &tenants.get(tn).key
 		rs := rss.At(i)
 		attrs := rs.Resource().Attributes()
 		service, host := store.ServiceName(attrs), store.HostName(attrs)
@@ -246,13 +344,18 @@ func tracesOf(td ptrace.Traces, whole map[pcommon.TraceID]bool) []*analyzedTrace
 			for k := range spans.Len() {
 				sp := spans.At(k)
 				id := sp.TraceID()
-				if !whole[id] {
+				key := id
+				if tn != 0 {
+					key = keyed(id, tkey)
+				}
+				if !whole[key] {
 					continue
 				}
-				t := byID[id]
+				t := byID[key]
 				if t == nil {
-					t = &analyzedTrace{Trace: model.Trace{TraceID: hex.EncodeToString(id[:])}, start: math.MaxUint64}
-					byID[id] = t
+					t = &analyzedTrace{Trace: model.Trace{TraceID: hex.EncodeToString(id[:])}, start: math.MaxUint64,
+						tenant: tn}
+					byID[key] = t
 					order = append(order, t)
 				}
 				if st := uint64(sp.StartTimestamp()); st != 0 && st < t.start {

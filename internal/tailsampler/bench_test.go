@@ -18,6 +18,7 @@ import (
 	"github.com/tracesift/tracesift/internal/otlpwire"
 	"github.com/tracesift/tracesift/internal/store"
 	"github.com/tracesift/tracesift/internal/tailsampler/internal/metadata"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 const (
@@ -157,20 +158,22 @@ func BenchmarkConsumeRawTraces(b *testing.B) {
 		idOffsets[i] = at + bytes.LastIndex(sp.Raw, field) + 2
 		from = at + len(sp.Raw)
 	}
-	for _, shards := range []int{1, 4} {
-		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
-			p, clock, cfg := benchSampler(b, shards)
-			ctx := context.Background()
-			benchLoop(b, p, clock, cfg, func(i int) error {
-				n := uint64(i) + 2
-				for j, off := range idOffsets {
-					binary.BigEndian.PutUint64(req[off:], n)
-					binary.BigEndian.PutUint64(req[off+8:], (n*benchSpansPerRequest+uint64(j/benchSpansPerTrace))*0x9e3779b97f4a7c15)
-				}
-				return p.ConsumeRawTraces(ctx, req)
-			})
+	run := func(b *testing.B, shards int, ctx context.Context) {
+		p, clock, cfg := benchSampler(b, shards)
+		benchLoop(b, p, clock, cfg, func(i int) error {
+			n := uint64(i) + 2
+			for j, off := range idOffsets {
+				binary.BigEndian.PutUint64(req[off:], n)
+				binary.BigEndian.PutUint64(req[off+8:], (n*benchSpansPerRequest+uint64(j/benchSpansPerTrace))*0x9e3779b97f4a7c15)
+			}
+			return p.ConsumeRawTraces(ctx, req)
 		})
 	}
+	for _, shards := range []int{1, 4} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) { run(b, shards, context.Background()) })
+	}
+	// A tenant other than the default: its traces are keyed (tenants.go).
+	b.Run("shards=4/tenant", func(b *testing.B) { run(b, 4, tenant.NewContext(context.Background(), "acme")) })
 }
 
 // BenchmarkKeepReason is the per-span rule cost: a healthy span with 10
@@ -209,7 +212,7 @@ func BenchmarkKeepReason(b *testing.B) {
 				if err := otlpwire.Scan(req, &scanned); err != nil {
 					b.Fatal(err)
 				}
-				c := newTraceChunk(id)
+				c := newTraceChunk(id, 0)
 				c.addSpan(&scanned.Spans[0], "svc", 0)
 				r = decide(traceFacts{known: c.reason, hasError: c.hasError, hasTimeout: c.hasTimeout, e2e: 2 * time.Millisecond, id: id}, rs)
 			}

@@ -1,9 +1,11 @@
 package tailsampler
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/tailsampler/s2dict"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // A buffered trace holds its spans as frames, never decoded until kept. The
@@ -159,29 +162,70 @@ func concatFrames(mem *frameMemory, a, b []byte) frameBuf {
 // buffered trace instead.
 const chunkOverhead = 384
 
-// framesRef is a kept trace's (or late chunk's) frames with their codec.
+// framesRef is a kept trace's (or late chunk's) frames with their codec and
+// tenant.
 type framesRef struct {
-	buf   frameBuf
-	codec *codec
+	buf    frameBuf
+	codec  *codec
+	tenant uint32
 }
 
+// tenantRun is resources of a decoded batch, in order, that are one tenant's.
+type tenantRun struct {
+	tenant    uint32
+	resources int
+}
+
+func byTenant(a, b framesRef) int { return cmp.Compare(a.tenant, b.tenant) }
+
 // decodeKept decodes the frames of parts into pdata for the next consumer:
-// only kept spans ever pay for a full decode.
-func decodeKept(parts []framesRef, sc *shardScratch) (ptrace.Traces, error) {
-	out := sc.out[:0]
-	var err error
-	for _, p := range parts {
-		if out, err = p.codec.decode(out, p.buf.b); err != nil {
+// only kept spans ever pay for a full decode. Each resource is stamped with
+// its trace's tenant (tenant.Stamp), replacing what a client sent; sc.runs
+// says whose the resources are, in order. It sorts parts by tenant.
+func decodeKept(parts []framesRef, tenants *tenantTable, sc *shardScratch) (ptrace.Traces, error) {
+	// A tenant's parts are decoded together, so that each decode's
+	// resources are one tenant's.
+	if !slices.IsSortedFunc(parts, byTenant) {
+		slices.SortStableFunc(parts, byTenant)
+	}
+	sc.runs = sc.runs[:0]
+	if len(parts) == 0 {
+		return ptrace.NewTraces(), nil
+	}
+	var td ptrace.Traces
+	for start := 0; start < len(parts); {
+		tn := parts[start].tenant
+		end := start + 1
+		for end < len(parts) && parts[end].tenant == tn {
+			end++
+		}
+		out := sc.out[:0]
+		var err error
+		for _, p := range parts[start:end] {
+			if out, err = p.codec.decode(out, p.buf.b); err != nil {
+				return ptrace.Traces{}, fmt.Errorf("decoding kept spans: %w", err)
+			}
+		}
+		sc.out = out
+		run, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(out)
+		if err != nil {
+			// Every span here passed Scan, which accepts exactly what pdata
+			// accepts, and was re-encoded by otlpwire.Encoder: a bug, not bad
+			// input.
 			return ptrace.Traces{}, fmt.Errorf("decoding kept spans: %w", err)
 		}
-	}
-	sc.out = out
-	td, err := (&ptrace.ProtoUnmarshaler{}).UnmarshalTraces(out)
-	if err != nil {
-		// Every span here passed Scan, which accepts exactly what pdata
-		// accepts, and was re-encoded by otlpwire.Encoder: a bug, not bad
-		// input.
-		return ptrace.Traces{}, fmt.Errorf("decoding kept spans: %w", err)
+		rss := run.ResourceSpans()
+		name := tenants.get(tn).name
+		for i := range rss.Len() {
+			tenant.Stamp(rss.At(i).Resource().Attributes(), name)
+		}
+		sc.runs = append(sc.runs, tenantRun{tenant: tn, resources: rss.Len()})
+		if start == 0 {
+			td = run
+		} else {
+			rss.MoveAndAppendTo(td.ResourceSpans())
+		}
+		start = end
 	}
 	return td, nil
 }
@@ -190,6 +234,7 @@ func decodeKept(parts []framesRef, sc *shardScratch) (ptrace.Traces, error) {
 type shardScratch struct {
 	out, plain []byte
 	block      blockScratch
+	runs       []tenantRun // of the last decodeKept
 }
 
 // Dictionary training. The first request's encoded chunks make the first

@@ -81,7 +81,11 @@ func (r *routeSketch) quantile(q float64) time.Duration {
 	return r.cached
 }
 
-type routeKey struct{ service, operation string }
+// routeKey is a route of one tenant: tenants' routes of one name are apart.
+type routeKey struct {
+	service, operation string
+	tenant             uint32
+}
 
 // routeTable is one shard's sketches. Shards see a random share of every
 // route (routing is by trace id), so each estimates the same quantiles from
@@ -115,10 +119,10 @@ func (t *routeTable) observe(k routeKey, e2e time.Duration, now time.Time) (slow
 	return slow, true
 }
 
-// rateLimiter caps the baseline per service with one token bucket each,
-// holding at most one second's worth of tokens.
+// rateLimiter caps the baseline per service (of a tenant) with one token
+// bucket each, holding at most one second's worth of tokens.
 type rateLimiter struct {
-	buckets map[string]*tokenBucket
+	buckets map[serviceKey]*tokenBucket
 	max     int // services tracked; beyond it new services are not capped
 }
 
@@ -127,7 +131,14 @@ type tokenBucket struct {
 	last   time.Time
 }
 
-func (l *rateLimiter) allow(service string, perSecond float64, now time.Time) bool {
+// serviceKey is a service of one tenant: one tenant's traffic does not use
+// up another's baseline.
+type serviceKey struct {
+	service string
+	tenant  uint32
+}
+
+func (l *rateLimiter) allow(service serviceKey, perSecond float64, now time.Time) bool {
 	if perSecond <= 0 {
 		return true
 	}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
 	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 var (
@@ -75,6 +76,7 @@ type sampler struct {
 	memoryLimit int64 // see Config.goMemoryLimit
 	dicts       *dictTrainer
 	mem         *frameMemory
+	tenants     *tenantTable // see tenants.go
 	analyzer    *analyzer    // nil when analyze is disabled
 	findingsAt  component.ID // analyze::store
 	// red counts RED on all traffic; nil when off (red::enabled, or no
@@ -132,13 +134,14 @@ func newSampler(set processor.Settings, cfg *Config, next consumer.Traces) (*sam
 		dicts: newDictTrainer(cfg.BufferCompression, int64(cfg.BufferCompressionAbove*float64(cfg.MaxBufferedBytes)),
 			2*cfg.DecisionWait, time.Now()),
 		mem:      &frameMemory{},
+		tenants:  newTenantTable(),
 		stopping: make(chan struct{}),
 	}
 	p.shards = make([]*shard, n)
 	for i := range p.shards {
 		p.shards[i] = newShard(i, p, cfg.ShardQueueSize, cfg.MaxBufferedBytes/int64(n))
 	}
-	if p.analyzer, err = newAnalyzer(cfg.Analyze, logger, tel); err != nil {
+	if p.analyzer, err = newAnalyzer(cfg.Analyze, logger, tel, p.tenants); err != nil {
 		return nil, fmt.Errorf("tracesift_sampler: %w", err)
 	}
 	p.findingsAt = cfg.Analyze.Store
@@ -254,7 +257,7 @@ func (p *sampler) Shutdown(ctx context.Context) error {
 
 // ConsumeTraces samples pdata traces (the processor in a Collector
 // pipeline). They are encoded and take the raw path: the sampler buffers
-// wire bytes whatever the entry point.
+// wire bytes whatever the entry point, and the tenant is ctx's.
 func (p *sampler) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	req, err := (&ptrace.ProtoMarshaler{}).MarshalTraces(td)
 	if err != nil {
@@ -263,10 +266,10 @@ func (p *sampler) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
 	return p.ConsumeRawTraces(ctx, req)
 }
 
-// ConsumeRawTraces samples the bytes of an OTLP ExportTraceServiceRequest:
-// it groups the spans by trace id and hands each shard its traces in one
-// channel send, blocking while the shard's queue is full. req is not
-// retained. A malformed request returns an error wrapping
+// ConsumeRawTraces samples the bytes of an OTLP ExportTraceServiceRequest
+// of ctx's tenant (tenant.FromContext): it groups the spans by trace and
+// hands each shard its traces in one channel send, blocking while the
+// shard's queue is full. req is not retained. A malformed request returns an error wrapping
 // otlpwire.ErrMalformed and changes nothing. If ctx ends while blocked,
 // shards already served keep their part, so a retry by the caller delivers
 // those spans twice: a duplicate is preferred to holding the caller until
@@ -345,9 +348,10 @@ func (p *sampler) consumeRaw(ctx context.Context, req []byte, receipt *Receipt) 
 	if !p.started {
 		return errNotStarted
 	}
-	received, invalid := p.group(sc)
+	tn := p.tenants.intern(tenant.FromContext(ctx))
+	received, invalid := p.group(sc, tn)
 	if p.red != nil {
-		p.red.count(&sc.req, sc.services, &sc.red)
+		p.red.count(&sc.req, sc.services, &sc.red, p.tenants.get(tn).row)
 	}
 	p.tel.TracesiftSamplerSpansReceived.Add(ctx, int64(received))
 	if invalid > 0 {
@@ -444,12 +448,14 @@ func (p *sampler) putScratch(sc *scratch) {
 // maxPooledPlain bounds the encoding space a pooled scratch keeps.
 const maxPooledPlain = 16 << 20
 
-// group turns the valid spans of the scanned request into one chunk per
-// trace id: it gathers each trace's spans, encodes them as a request of their
-// own (otlpwire.Encoder: raw bytes copied, nothing decoded) and stores that
-// as one frame, compressed with the current dictionary (see frames.go).
-func (p *sampler) group(sc *scratch) (received, invalid int) {
+// group turns the valid spans of the scanned request, tenant tn's, into one
+// chunk per trace (keyed by id and tenant, see tenants.go): it gathers each
+// trace's spans, encodes them as a request of their own (otlpwire.Encoder:
+// raw bytes copied, nothing decoded) and stores that as one frame,
+// compressed with the current dictionary (see frames.go).
+func (p *sampler) group(sc *scratch, tn uint32) (received, invalid int) {
 	req := &sc.req
+	key := &p.tenants.get(tn).key
 	for i := range req.Resources {
 		sc.services = append(sc.services, string(req.Resources[i].ServiceName))
 		sc.hosts = append(sc.hosts, hostHash(req.Resources[i].HostName))
@@ -465,12 +471,15 @@ func (p *sampler) group(sc *scratch) (received, invalid int) {
 			continue
 		}
 		id := pcommon.TraceID(span.TraceID)
+		if tn != 0 {
+			id = keyed(id, key)
+		}
 		if last < 0 || sc.builders[last].id != id {
 			idx, ok := sc.index[id]
 			if !ok {
 				idx = len(sc.builders)
 				sc.builders = append(sc.builders, chunkBuilder{
-					traceChunk: newTraceChunk(id),
+					traceChunk: newTraceChunk(id, tn),
 					shard:      shardOf(id, len(p.shards)),
 				})
 				sc.index[id] = idx
@@ -630,9 +639,9 @@ func (p *sampler) freeBatches(batches [][]traceChunk) {
 	}
 }
 
-// shardOf hashes the trace id with FNV-1a rather than taking its bytes: ids
-// from 64-bit tracers have a zero upper half, and some generators are not
-// random at all.
+// shardOf hashes a trace's key (its id for the default tenant) with FNV-1a
+// rather than taking its bytes: ids from 64-bit tracers have a zero upper
+// half, and some generators are not random at all.
 func shardOf(id pcommon.TraceID, n int) int {
 	const (
 		offset64 = 14695981039346656037

@@ -34,6 +34,8 @@ func (r *Receipt) settle() {
 
 // Decision is what was decided of one trace.
 type Decision struct {
+	// TraceID is the trace's key: its id XOR its tenant's key (tenant.Key),
+	// the id itself for the default tenant.
 	TraceID pcommon.TraceID
 	Kept    bool
 	// Through is the highest offset of the requests whose spans of the

@@ -138,11 +138,17 @@ type call struct {
 
 // count counts the valid entry spans of the scanned request — server and
 // consumer spans, and roots — and its calls for the retry budget. services
-// are the resources' service names.
-func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScratch) {
+// are the resources' service names; tenant is the request's ("" for the
+// default), whose series and edges are its own.
+func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScratch, tenant string) {
 	var s red.Span
+	s.Tenant = tenant
 	s.Dimensions = sc.dims[:len(c.dims)]
 	sc.calls = sc.calls[:0]
+	var tenantHash uint64
+	if tenant != "" {
+		tenantHash = red.Mix64(maphash.String(c.seed, tenant))
+	}
 	res := -1 // the resource s was filled from: its entry spans share all but the name
 	for i := range req.Spans {
 		sp := &req.Spans[i]
@@ -150,7 +156,7 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScra
 			continue
 		}
 		if (sp.Kind == kindClient || sp.Kind == kindProducer) && sp.ParentSpanID != [8]byte{} {
-			sc.calls = append(sc.calls, c.call(req, i, services))
+			sc.calls = append(sc.calls, c.call(req, i, services, tenantHash))
 		}
 		if !(sp.Kind == kindServer || sp.Kind == kindConsumer || sp.ParentSpanID == [8]byte{}) {
 			continue
@@ -168,7 +174,7 @@ func (c *redCounter) count(req *otlpwire.Request, services []string, sc *redScra
 		c.agg.Add(&s)
 	}
 	if len(sc.calls) > 0 {
-		c.countRetries(sc, services, req)
+		c.countRetries(sc, services, req, tenant)
 	}
 }
 
@@ -201,8 +207,9 @@ func (c *redCounter) seriesOf(req *otlpwire.Request, i int, services []string, s
 	}
 }
 
-// call reads span i of req, a client or producer span, as an attempt.
-func (c *redCounter) call(req *otlpwire.Request, i int, services []string) call {
+// call reads span i of req, a client or producer span, as an attempt;
+// tenantHash (0 for the default tenant) keeps tenants' edges apart.
+func (c *redCounter) call(req *otlpwire.Request, i int, services []string, tenantHash uint64) call {
 	sp := &req.Spans[i]
 	vals := req.SpanValues(i)
 	callee := sp.Name
@@ -224,6 +231,9 @@ func (c *redCounter) call(req *otlpwire.Request, i int, services []string) call 
 	resent := len(vals[c.resendKey]) > 0 && string(vals[c.resendKey]) != "0"
 	// Ids are random already: they are folded in, the names hashed.
 	edge := red.Mix64(maphash.String(c.seed, services[sp.Resource]) ^ red.Mix64(maphash.Bytes(c.seed, callee)))
+	if tenantHash != 0 {
+		edge = red.Mix64(edge ^ tenantHash)
+	}
 	id := red.Mix64(edge^maphash.Bytes(c.seed, sp.Name)) ^ binary.LittleEndian.Uint64(sp.TraceID[:8]) ^
 		red.Mix64(binary.LittleEndian.Uint64(sp.TraceID[8:])^red.Mix64(binary.LittleEndian.Uint64(sp.ParentSpanID[:])))
 	return call{edge: edge, call: id, span: int32(i), callee: callee, start: sp.Start, end: sp.End,
@@ -234,7 +244,7 @@ func (c *redCounter) call(req *otlpwire.Request, i int, services []string) call 
 // call; the attempts after the first of a call that analyze would call
 // retried (analyze.RetryVerdict), or that carry a resend count, are its
 // retries. Attempts of one call in different requests count as calls only.
-func (c *redCounter) countRetries(sc *redScratch, services []string, req *otlpwire.Request) {
+func (c *redCounter) countRetries(sc *redScratch, services []string, req *otlpwire.Request, tenant string) {
 	calls := sc.calls
 	// The attempts of one call are chained from its first (next, -1 ends):
 	// an open-addressing table of call ids finds them in one pass (few
@@ -288,7 +298,7 @@ func (c *redCounter) countRetries(sc *redScratch, services []string, req *otlpwi
 		if service == "" {
 			service = store.UnknownService
 		}
-		if !c.retries.Add(now, e.edge, service, first.callee, e.calls, e.retries) {
+		if !c.retries.Add(now, e.edge, tenant, service, first.callee, e.calls, e.retries) {
 			c.tel.TracesiftSamplerRedRetryOverflowCalls.Add(context.Background(), int64(e.calls))
 			if c.retryOverflowLogged.CompareAndSwap(false, true) {
 				c.logger.Warn("More call edges than red::max_series in 30 s: the calls of the others are not judged "+
@@ -368,7 +378,7 @@ func (c *redCounter) flush(ctx context.Context, now time.Time) {
 		return
 	}
 	td := ptrace.NewTraces()
-	store.AppendAnalysis(td, store.Analysis{RED: rows, Findings: findings})
+	appendAnalysis(td, store.Analysis{RED: rows, Findings: findings})
 	if err := c.next.ConsumeTraces(ctx, td); err != nil {
 		c.tel.TracesiftSamplerRedRowsDropped.Add(context.Background(), int64(len(rows)))
 		c.tel.TracesiftSamplerFindingsDropped.Add(context.Background(), int64(len(findings)))

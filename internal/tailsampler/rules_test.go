@@ -67,7 +67,7 @@ func addScanned(t testing.TB, c *traceChunk, spans ...ptrace.Span) {
 // scannedReason is the reason a chunk records for span.
 func scannedReason(t testing.TB, span ptrace.Span) Reason {
 	t.Helper()
-	c := newTraceChunk(pcommon.TraceID{1})
+	c := newTraceChunk(pcommon.TraceID{1}, 0)
 	addScanned(t, &c, span)
 	return c.reason
 }
@@ -136,12 +136,12 @@ func TestTraceReasonPrecedence(t *testing.T) {
 		{timeoutSpan, errSpan},
 		{healthy, timeoutSpan, errSpan},
 	} {
-		c := newTraceChunk(pcommon.TraceID{1})
+		c := newTraceChunk(pcommon.TraceID{1}, 0)
 		addScanned(t, &c, order...)
 		assert.Equal(t, ReasonError, c.reason)
 	}
 
-	c := newTraceChunk(pcommon.TraceID{1})
+	c := newTraceChunk(pcommon.TraceID{1}, 0)
 	addScanned(t, &c, healthy, timeoutSpan, healthy)
 	assert.Equal(t, ReasonTimeout, c.reason)
 }

@@ -16,6 +16,7 @@ import (
 // traceChunk is the part of one trace found in one request, with what the
 // keep rules need already extracted so the shard never rescans spans.
 type traceChunk struct {
+	// id is the trace's key: its id XOR its tenant's key (tenants.go).
 	id       pcommon.TraceID
 	frames   frameBuf // the spans, see frames.go
 	codec    *codec   // how frames are stored
@@ -28,8 +29,9 @@ type traceChunk struct {
 
 	hasError, hasTimeout bool // see traceFacts
 
-	calls callCounts // for keep_retry_amplification
-	hosts hostSet    // for keep_clock_skew
+	calls  callCounts // for keep_retry_amplification
+	hosts  hostSet    // for keep_clock_skew
+	tenant uint32     // index in sampler.tenants; fits in padding
 
 	// rootService and rootName name the trace's route (adaptive_slow) and
 	// the service whose rules apply; firstService stands in until the root
@@ -41,8 +43,8 @@ type traceChunk struct {
 	receipts []*Receipt
 }
 
-func newTraceChunk(id pcommon.TraceID) traceChunk {
-	return traceChunk{id: id, minStart: math.MaxUint64}
+func newTraceChunk(id pcommon.TraceID, tenant uint32) traceChunk {
+	return traceChunk{id: id, tenant: tenant, minStart: math.MaxUint64}
 }
 
 // addSpan folds one scanned span of the given service into the chunk's
@@ -229,7 +231,7 @@ func newShard(id int, p *sampler, queueSize int, budget int64) *shard {
 		cache:  newDecisionCache(p.rules.cacheSize),
 		routes: newRouteTable(p.rules.adaptive),
 		// As many services as routes: both bound per-shard state by config.
-		baseline: rateLimiter{buckets: make(map[string]*tokenBucket), max: p.rules.adaptive.MaxRoutes},
+		baseline: rateLimiter{buckets: make(map[serviceKey]*tokenBucket), max: p.rules.adaptive.MaxRoutes},
 	}
 }
 
@@ -516,7 +518,8 @@ func (s *shard) errorLost(c *traceChunk, why int) {
 			"trace's later spans are kept; its earlier spans are lost, so it is stored incomplete and without "+
 			"findings. Raise `max_buffered_bytes` or add sampler workers (why=memory), or `max_trace_bytes` / "+
 			"`max_spans_per_trace` (why=trace_limit); otelcol_tracesift_sampler_errors_lost counts it (logged once).",
-			zap.Int("shard", s.id), zap.Stringer("trace_id", c.id), zap.String("why", whyNames[why]),
+			zap.Int("shard", s.id), zap.Stringer("trace_id", s.p.traceID(c)),
+			zap.String("tenant", s.p.tenants.get(c.tenant).name), zap.String("why", whyNames[why]),
 			zap.Int("spans", c.count))
 	}
 }
@@ -563,7 +566,7 @@ func (s *shard) flush(ctx context.Context) {
 type keptBatch struct {
 	parts []framesRef
 	spans int
-	// whole are the ids of the traces decided in this pass (the other parts
+	// whole are the keys of the traces decided in this pass (the other parts
 	// are late spans of traces decided earlier): the analyzers run on them.
 	whole map[pcommon.TraceID]bool
 
@@ -575,7 +578,7 @@ type keptBatch struct {
 }
 
 func (k *keptBatch) add(c *traceChunk) {
-	k.parts = append(k.parts, framesRef{buf: c.frames, codec: c.codec})
+	k.parts = append(k.parts, framesRef{buf: c.frames, codec: c.codec, tenant: c.tenant})
 	k.spans += c.count
 	k.receipts = append(k.receipts, c.receipts...)
 }
@@ -605,8 +608,8 @@ func (s *shard) decideTrace(t *trace, out *keptBatch, why int) {
 	s.tally.early[why]++
 	s.p.tel.TracesiftSamplerDecisionLatencySeconds.Record(context.Background(), time.Duration(s.now.UnixNano()-t.firstSeen).Seconds())
 	if ce := s.p.logger.Check(zap.DebugLevel, "Trace decided"); ce != nil {
-		ce.Write(zap.Stringer("trace_id", t.id), zap.Bool("kept", kept), zap.String("reason", reason.metricValue()),
-			zap.String("early", whyNames[why]), zap.Int("spans", t.count), zap.Duration("end_to_end", t.endToEnd()),
+		ce.Write(zap.Stringer("trace_id", s.p.traceID(&t.traceChunk)), zap.String("tenant", s.p.tenants.get(t.tenant).name),
+			zap.Bool("kept", kept), zap.String("reason", reason.metricValue()), zap.String("early", whyNames[why]), zap.Int("spans", t.count), zap.Duration("end_to_end", t.endToEnd()),
 			zap.Duration("buffered_for", time.Duration(t.lastSeen-t.firstSeen)))
 	}
 	s.tally.spans[reason.rank()] += t.count
@@ -660,19 +663,20 @@ func (d *decisionTally) report(tel *telemetry) {
 // sketches and baseline buckets.
 func (s *shard) verdict(t *trace) Reason {
 	rs := s.p.rules.book.forService(t.service())
-	f := traceFacts{known: t.reason, hasError: t.hasError, hasTimeout: t.hasTimeout, e2e: t.endToEnd(), id: t.id,
-		repeatedCalls: t.calls.max()}
+	// The baseline reads the id's random bits, as every node does, not the key.
+	f := traceFacts{known: t.reason, hasError: t.hasError, hasTimeout: t.hasTimeout, e2e: t.endToEnd(),
+		id: s.p.traceID(&t.traceChunk), repeatedCalls: t.calls.max()}
 	if rs.keepSkew && s.p.analyzer != nil {
-		f.skewed = s.p.analyzer.crossesSkewedPair(&t.hosts)
+		f.skewed = s.p.analyzer.crossesSkewedPair(&t.hosts, t.tenant)
 	}
 	// Every complete trace feeds its route's sketch, kept or not; a trace
 	// without its root has no route.
 	if rs.adaptive && t.rootName != "" {
-		f.slowForRoute, _ = s.routes.observe(routeKey{t.rootService, t.rootName}, f.e2e, s.now)
+		f.slowForRoute, _ = s.routes.observe(routeKey{t.rootService, t.rootName, t.tenant}, f.e2e, s.now)
 	}
 	reason := decide(f, rs)
 	healthy := reason == ReasonBaseline || reason == ReasonRetries || reason == ReasonClockSkew
-	if healthy && !s.baseline.allow(t.service(), rs.baselinePerSecond, s.now) {
+	if healthy && !s.baseline.allow(serviceKey{t.service(), t.tenant}, rs.baselinePerSecond, s.now) {
 		s.p.tel.TracesiftSamplerBaselineCapped.Add(context.Background(), 1)
 		return ReasonNone
 	}
@@ -693,14 +697,14 @@ func (s *shard) forward(ctx context.Context, out *keptBatch) {
 		s.settle(ctx, out, true)
 		return
 	}
-	td, err := decodeKept(out.parts, &s.scratch)
+	td, err := decodeKept(out.parts, s.p.tenants, &s.scratch)
 	for i := range out.parts {
 		s.release(out.parts[i].buf)
 	}
 	findings := 0
 	if err == nil {
 		if a := s.p.analyzer; a != nil && len(out.whole) > 0 {
-			findings = a.analyzeKept(td, out.whole, s.now)
+			findings = a.analyzeKept(td, s.scratch.runs, out.whole, s.now)
 		}
 		err = s.p.next.ConsumeTraces(ctx, td)
 	}
@@ -762,7 +766,7 @@ func (s *shard) discardReceipted() {
 }
 
 // decisionCache remembers the last decisions of a shard so late spans follow
-// their trace: a ring of ids gives FIFO eviction with no per-entry
+// their trace: a ring of trace keys gives FIFO eviction with no per-entry
 // allocation. Once a decision is evicted, a span of that trace arriving even
 // later starts a new trace that is decided on its own (usually dropped, being
 // a fragment), which is the price of bounded memory.
