@@ -8,6 +8,7 @@ package storeexporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -43,12 +44,45 @@ type Config struct {
 	// down, batches wait in the queue, and once it is full the sampler
 	// pushes back on receivers rather than dropping kept traces.
 	BackOffConfig configretry.BackOffConfig `mapstructure:"retry_on_failure"`
+	// CallerTimeout bounds how long one call holds its caller while the
+	// store is down or slow: the wait for room in a full queue
+	// (block_on_overflow), or, with sending_queue disabled, the insert and
+	// its retries. Past it the call fails with a retryable error, which the
+	// OTLP and Loki receivers answer 503 with Retry-After: the client sends
+	// the data again later rather than waiting with it. 0 holds the caller
+	// as long as its own context lasts. Default: 5s for logs, whose callers
+	// are receivers answering clients; 0 for traces, whose caller is the
+	// sampler: it waits (a kept trace it cannot hand on is lost) and its
+	// bounded buffer pushes back on receivers instead (429). Distributed
+	// mode's ingester, which retries a batch until it is stored before
+	// committing its offsets, sets 0 to leave the retrying to this
+	// exporter.
+	CallerTimeout *time.Duration `mapstructure:"caller_timeout"`
+}
+
+// defaultLogsCallerTimeout is caller_timeout's default for logs: shorter
+// than the timeouts of Loki and OTLP clients (10 s and more), and the
+// Retry-After the receivers answer with.
+const defaultLogsCallerTimeout = 5 * time.Second
+
+// callerTimeout is caller_timeout for a signal, its default if unset.
+func (c *Config) callerTimeout(signal string) time.Duration {
+	switch {
+	case c.CallerTimeout != nil:
+		return *c.CallerTimeout
+	case signal == "logs":
+		return defaultLogsCallerTimeout
+	}
+	return 0
 }
 
 // Validate checks the configuration.
 func (c *Config) Validate() error {
 	if c.Store.Type().String() == "" {
 		return errors.New("`store` must name a tracesift_store extension")
+	}
+	if c.CallerTimeout != nil && *c.CallerTimeout < 0 {
+		return fmt.Errorf("`caller_timeout` must not be negative (0 holds the caller as long as its context lasts), got %s", *c.CallerTimeout)
 	}
 	return nil
 }
@@ -100,6 +134,8 @@ type storeExporter struct {
 	// on every write.
 	signal                                metric.MeasurementOption
 	warned, warnedExpired, warnedRejected atomic.Bool
+	// health reports the store's state to the Collector (component status).
+	health storeHealth
 }
 
 func newExporter(set exporter.Settings, cfg *Config, signal string) (*storeExporter, error) {
@@ -117,6 +153,7 @@ func (e *storeExporter) start(_ context.Context, host component.Host) error {
 		return err
 	}
 	e.writer = p.Writer()
+	e.health.start(host)
 	return nil
 }
 
@@ -151,11 +188,15 @@ func (e *storeExporter) account(ctx context.Context, signal string, st store.Wri
 // error is retried: inserts are idempotent (see store.InsertStatement), so
 // a retry after an unknown outcome stores nothing twice.
 func (e *storeExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
-	return writeBatch(ctx, e, &traceOps, td)
+	err := writeBatch(ctx, e, &traceOps, td)
+	e.health.observe(ctx, err)
+	return err
 }
 
 func (e *storeExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
-	return writeBatch(ctx, e, &logOps, ld)
+	err := writeBatch(ctx, e, &logOps, ld)
+	e.health.observe(ctx, err)
+	return err
 }
 
 func createTraces(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Traces, error) {
@@ -164,12 +205,16 @@ func createTraces(ctx context.Context, set exporter.Settings, cfg component.Conf
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewTraces(ctx, set, cfg, e.pushTraces,
+	exp, err := exporterhelper.NewTraces(ctx, set, cfg, e.pushTraces,
 		exporterhelper.WithStart(e.start),
 		exporterhelper.WithShutdown(e.shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 		exporterhelper.WithQueue(c.QueueConfig),
 		exporterhelper.WithRetry(c.BackOffConfig))
+	if err != nil {
+		return nil, err
+	}
+	return &tracesExporter{Traces: exp, caller: caller{e: e, signal: "traces", timeout: c.callerTimeout("traces")}}, nil
 }
 
 func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config) (exporter.Logs, error) {
@@ -178,10 +223,14 @@ func createLogs(ctx context.Context, set exporter.Settings, cfg component.Config
 	if err != nil {
 		return nil, err
 	}
-	return exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
+	exp, err := exporterhelper.NewLogs(ctx, set, cfg, e.pushLogs,
 		exporterhelper.WithStart(e.start),
 		exporterhelper.WithShutdown(e.shutdown),
 		exporterhelper.WithCapabilities(consumer.Capabilities{MutatesData: false}),
 		exporterhelper.WithQueue(c.QueueConfig),
 		exporterhelper.WithRetry(c.BackOffConfig))
+	if err != nil {
+		return nil, err
+	}
+	return &logsExporter{Logs: exp, caller: caller{e: e, signal: "logs", timeout: c.callerTimeout("logs")}}, nil
 }

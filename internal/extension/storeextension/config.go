@@ -9,7 +9,10 @@ package storeextension
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
 
 	"github.com/tracesift/tracesift/internal/store"
 )
@@ -67,7 +70,10 @@ type EmbeddedConfig struct {
 // ClickHouseConfig configures a ClickHouse server connection.
 type ClickHouseConfig struct {
 	// DSN is a clickhouse-go DSN, e.g. clickhouse://default:@clickhouse:9000.
-	// Default: empty (use the embedded engine).
+	// The collector starts whether or not the server answers yet, and
+	// connects (applying the schema) as soon as it does; until then writes
+	// wait in the exporters' queues. Default: empty (use the embedded
+	// engine).
 	DSN string `mapstructure:"dsn"`
 }
 
@@ -93,6 +99,13 @@ func (c *Config) Validate() error {
 	if c.ClickHouse.DSN == "" && c.Embedded.Path == "" {
 		errs = append(errs, errors.New("`embedded::path` must be set when `clickhouse::dsn` is empty"))
 	}
+	if c.ClickHouse.DSN != "" {
+		// Found now rather than by the connecting loop, which retries
+		// everything else.
+		if err := parseDSN(c.ClickHouse.DSN); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.LogWindow < 0 {
 		errs = append(errs, errors.New("`log_window` must not be negative"))
 	}
@@ -115,4 +128,18 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("`max_query_memory` must be at least 16777216 (16 MiB), got %d", c.MaxQueryMemory))
 	}
 	return errors.Join(errs...)
+}
+
+// parseDSN checks that dsn parses, saying why not without repeating it: it
+// may hold a password.
+func parseDSN(dsn string) error {
+	_, err := clickhouse.ParseDSN(dsn)
+	if err == nil {
+		return nil
+	}
+	var uerr *url.Error
+	if errors.As(err, &uerr) {
+		err = uerr.Err
+	}
+	return fmt.Errorf("`clickhouse::dsn` is not a valid DSN: %w", err)
 }
