@@ -5,7 +5,9 @@ import (
 	_ "embed"
 	"fmt"
 
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/oidcauthextension"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/receiver/filelogreceiver"
@@ -17,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/nopexporter"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/featuregate"
 	"go.opentelemetry.io/collector/otelcol"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/receiver"
@@ -25,6 +28,7 @@ import (
 
 	"github.com/tracesift/tracesift/internal/exporter/kafkaexporter"
 	"github.com/tracesift/tracesift/internal/exporter/storeexporter"
+	"github.com/tracesift/tracesift/internal/extension/authextension"
 	"github.com/tracesift/tracesift/internal/extension/limitsextension"
 	"github.com/tracesift/tracesift/internal/extension/queryextension"
 	"github.com/tracesift/tracesift/internal/extension/storeextension"
@@ -34,6 +38,12 @@ import (
 	"github.com/tracesift/tracesift/internal/receiver/otlpraw"
 	"github.com/tracesift/tracesift/internal/tailsampler"
 )
+
+// The health check answers from the components' statuses (the store's
+// among them) only with this gate on; --feature-gates can still turn it off.
+func init() {
+	_ = featuregate.GlobalRegistry().Set("extension.healthcheck.useComponentStatus", true)
+}
 
 // defaultConfigURI names the built-in all-in-one configuration.
 const defaultConfigURI = "tracesift:default"
@@ -58,8 +68,10 @@ func components() (otelcol.Factories, error) {
 		return f, err
 	}
 	// file_storage: lets exporter sending queues and file_log checkpoints
-	// survive a restart.
+	// survive a restart. bearertokenauth and oidc: for an identity provider
+	// (their requests are the default tenant; tracesift_auth maps tokens to tenants).
 	if f.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](storeextension.NewFactory(), queryextension.NewFactory(), limitsextension.NewFactory(),
+		authextension.NewFactory(), bearertokenauthextension.NewFactory(), oidcauthextension.NewFactory(),
 		healthcheckextension.NewFactory(), pprofextension.NewFactory(), filestorage.NewFactory()); err != nil {
 		return f, err
 	}

@@ -75,7 +75,12 @@ type endpoints struct {
 	logDir                                   string // tailed by the filelog receiver
 }
 
-func startCollector(t testing.TB) endpoints {
+func startCollector(t testing.TB) endpoints { return startCollectorWithTokens(t, "") }
+
+// startCollectorWithTokens starts the collector of startCollector with
+// tracesift_auth guarding every server when tokens ("tenant=token,…") are
+// given.
+func startCollectorWithTokens(t testing.TB, tokens string) endpoints {
 	t.Helper()
 	ep := endpoints{
 		grpc:    fmt.Sprintf("127.0.0.1:%d", freePort(t)),
@@ -90,32 +95,35 @@ func startCollector(t testing.TB) endpoints {
 	require.NoError(t, os.MkdirAll(ep.logDir, 0o755))
 	cfg := fmt.Sprintf(`
 extensions:
+  tracesift_auth: {tokens: %q}
   tracesift_store:
     embedded: {path: %q}
     retention: {traces: 2400h, logs: 9600h}
   tracesift_query:
     endpoint: %s
     max_query_window: 12000h # the backfill's 400 days of logs, searched at once
+    auth: {authenticator: tracesift_auth}
   health_check:
-    endpoint: %s
+    http: {endpoint: %s, status: {enabled: true, path: /}}
+    component_health: {include_recoverable_errors: true, recovery_duration: 0s}
 receivers:
   tracesift_otlp:
     protocols:
-      grpc: {endpoint: %s, max_recv_msg_size_mib: 1}
-      http: {endpoint: %s, max_request_body_size: 1048576}
+      grpc: {endpoint: %s, max_recv_msg_size_mib: 1, auth: {authenticator: tracesift_auth}}
+      http: {endpoint: %s, max_request_body_size: 1048576, auth: {authenticator: tracesift_auth}}
     sampler: {decision_wait: 300ms, baseline_ratio: 0, num_shards: 2, analyze: {store: tracesift_store}, red: {interval: 1s}}
   file_log:
     include: [%q]
     start_at: beginning
     poll_interval: 20ms
     resource: {service.name: checkout-files}
-  tracesift_loki: {endpoint: %s}
+  tracesift_loki: {endpoint: %s, auth: {authenticator: tracesift_auth}}
 processors:
   tracesift_logs: {}
 exporters:
   tracesift: {sending_queue: {batch: {flush_timeout: 200ms}}}
 service:
-  extensions: [tracesift_query, tracesift_store, health_check]
+  extensions: [tracesift_auth, tracesift_query, tracesift_store, health_check]
   pipelines:
     traces: {receivers: [tracesift_otlp], exporters: [tracesift]}
     logs: {receivers: [tracesift_otlp, tracesift_loki], processors: [tracesift_logs], exporters: [tracesift]}
@@ -125,7 +133,7 @@ service:
     metrics:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %s}}}
-`, filepath.Join(dir, "data"), ep.query, ep.health, ep.grpc, ep.http, filepath.Join(ep.logDir, "*.log"), ep.loki, ep.metrics)
+`, tokens, filepath.Join(dir, "data"), ep.query, ep.health, ep.grpc, ep.http, filepath.Join(ep.logDir, "*.log"), ep.loki, ep.metrics)
 	cfgPath := filepath.Join(dir, "config.yaml")
 	require.NoError(t, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/url"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -56,4 +57,33 @@ func checkDataSource(t *testing.T, file, typ string) {
 		require.NoError(t, json.Unmarshal(b, &plugin))
 		assert.Equal(t, typ, plugin.ID)
 	}
+}
+
+// ClickHouse is reached over the compose network only, and the query
+// service reads it as a user that may only SELECT from tracesift's database.
+func TestComposeConfinesClickHouse(t *testing.T) {
+	var compose struct {
+		Services map[string]struct {
+			Environment map[string]string
+			Ports       []string
+			Volumes     []string
+		}
+	}
+	b, err := os.ReadFile("../../deploy/compose.yaml")
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &compose))
+	ch := compose.Services["clickhouse"]
+	assert.Empty(t, ch.Ports, "ClickHouse's ports are not published")
+	assert.Contains(t, ch.Volumes, "./clickhouse/initdb:/docker-entrypoint-initdb.d:ro")
+	assert.True(t, strings.HasPrefix(compose.Services["query"].Environment["TRACESIFT_CLICKHOUSE_DSN"], "clickhouse://tracesift_query:"),
+		"the query service reads as tracesift_query")
+	for _, svc := range []string{"collector", "query"} {
+		assert.Equal(t, "${TRACESIFT_AUTH_TOKENS:-}", compose.Services[svc].Environment["TRACESIFT_AUTH_TOKENS"], svc)
+	}
+	script, err := os.ReadFile("../../deploy/clickhouse/initdb/query-user.sh")
+	require.NoError(t, err)
+	assert.Contains(t, string(script), "CREATE USER IF NOT EXISTS tracesift_query")
+	assert.Contains(t, string(script), "readonly = 2")
+	assert.Contains(t, string(script), "GRANT SELECT ON tracesift.* TO tracesift_query;")
+	assert.NotContains(t, string(script), "GRANT ALL")
 }

@@ -8,9 +8,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/tracesift/tracesift/internal/query"
 	"github.com/tracesift/tracesift/internal/store"
 	"github.com/tracesift/tracesift/internal/store/server"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 func main() {
@@ -55,8 +59,20 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	queueWait := flags.Duration("queue-wait", query.DefaultLimits.QueueWait, "how long a request waits for its turn")
 	requestTime := flags.Duration("max-request-time", query.DefaultLimits.RequestTime, "bound on one request's store work, however many statements it takes")
 	maxWindow := flags.Duration("max-query-window", query.DefaultLimits.MaxWindow, "longest window a read may ask for (reads that scan raw spans: at most 7 days)")
+	tokens := flags.String("auth-tokens", getenv("TRACESIFT_AUTH_TOKENS"), "bearer tokens of tenants, tenant=token,…: when set, /api/ needs one and reads only its tenant's data (env TRACESIFT_AUTH_TOKENS)")
+	proxies := flags.String("trusted-proxies", getenv("TRACESIFT_TRUSTED_PROXIES"), "addresses or CIDR prefixes, comma-separated, whose X-Scope-OrgID names the tenant (env TRACESIFT_TRUSTED_PROXIES)")
 	if err := flags.Parse(args); err != nil {
 		return err
+	}
+	var proxyList []string
+	for p := range strings.SplitSeq(*proxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			proxyList = append(proxyList, p)
+		}
+	}
+	auth, err := tenant.NewAuthenticator(*tokens, proxyList)
+	if err != nil {
+		return fmt.Errorf("-auth-tokens / -trusted-proxies: %w", err)
 	}
 	if flags.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q: every setting is a flag (-help lists them)", flags.Args())
@@ -93,7 +109,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		Handler: query.NewHandler(store.NewReader(conn, *db, store.ReaderConfig{LogWindow: *logWindow, MaxSpans: *maxSpans,
 			MaxQueryTime: *maxTime, MaxQueryMemory: *maxMemory}), logger,
 			query.WithLimits(query.Limits{MaxConcurrent: *concurrent, QueueWait: *queueWait, RequestTime: *requestTime,
-				MaxWindow: *maxWindow})),
+				MaxWindow: *maxWindow}), query.WithAuth(authenticate(auth))),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	errc := make(chan error, 1)
@@ -107,6 +123,22 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return srv.Shutdown(shutdownCtx)
+}
+
+// authenticate places a request in the tenant its token (or a trusted
+// proxy's X-Scope-OrgID) names.
+func authenticate(a *tenant.Authenticator) query.Authenticate {
+	return func(r *http.Request) (context.Context, error) {
+		var addr net.Addr
+		if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+			addr = net.TCPAddrFromAddrPort(ap)
+		}
+		t, err := a.Authenticate(r.Header, addr)
+		if err != nil {
+			return nil, err
+		}
+		return tenant.NewContext(r.Context(), t), nil
+	}
 }
 
 // schemaWait is how long tracesift-query waits for a collector to create or

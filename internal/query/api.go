@@ -80,6 +80,17 @@ func WithLimits(l Limits) Option {
 	}
 }
 
+// Authenticate places a request in its tenant: it returns the request's
+// context carrying the tenant (internal/tenant), or an error to answer 401.
+type Authenticate func(r *http.Request) (context.Context, error)
+
+// WithAuth makes every read under /api/ authenticate first: 401 without
+// valid credentials, else the store reads of the request are confined to
+// its tenant. The web UI's pages and /health carry no data and stay open.
+func WithAuth(auth Authenticate) Option {
+	return func(a *api) { a.auth = auth }
+}
+
 // NewHandler returns the API's routes over r.
 func NewHandler(r TraceReader, logger *zap.Logger, opts ...Option) http.Handler {
 	a := &api{reader: r, logger: logger, limits: DefaultLimits}
@@ -107,14 +118,37 @@ func NewHandler(r TraceReader, logger *zap.Logger, opts ...Option) http.Handler 
 	mux.HandleFunc("GET /", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such endpoint: "+r.Method+" "+r.URL.Path+" (see the README's API section)")
 	})
-	return a.queued(mux)
+	return a.authenticated(a.queued(mux))
 }
 
 type api struct {
 	reader TraceReader
 	logger *zap.Logger
+	auth   Authenticate // nil: every request is the default tenant
 	limits Limits
 	slots  chan struct{} // one per request reading the store
+}
+
+// authenticated runs a.auth on the API's paths: a request it refuses reads
+// nothing and is answered 401 in the route's format.
+func (a *api) authenticated(next http.Handler) http.Handler {
+	if a.auth == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasPrefix(r.URL.Path, "/api/") {
+			next.ServeHTTP(w, r)
+			return
+		}
+		ctx, err := a.auth(r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tracesift"`)
+			msg := "unauthenticated: " + err.Error()
+			failIn(w, r, http.StatusUnauthorized, msg)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // queued runs the API's reads (paths under /api/) at most MaxConcurrent at
@@ -136,11 +170,7 @@ func (a *api) queued(next http.Handler) http.Handler {
 		case <-timer.C:
 			w.Header().Set("Retry-After", "1")
 			msg := fmt.Sprintf("too many queries in flight (%d at a time); retry shortly", a.limits.MaxConcurrent)
-			if strings.HasPrefix(r.URL.Path, "/api/v1/") {
-				writeError(w, http.StatusServiceUnavailable, msg)
-			} else {
-				jaegerFail(w, http.StatusServiceUnavailable, msg)
-			}
+			failIn(w, r, http.StatusServiceUnavailable, msg)
 			return
 		}
 		defer func() { <-a.slots }()
@@ -155,8 +185,12 @@ func (a *api) queued(next http.Handler) http.Handler {
 // request's time (the client asked for too much), nothing when the client
 // went away, 500 otherwise.
 // fail writes the answer in the route's format.
-func (a *api) failed(r *http.Request, fail func(code int, msg string), what string, err error) {
+func (a *api) failed(w http.ResponseWriter, r *http.Request, fail func(code int, msg string), what string, err error) {
 	switch {
+	case errors.Is(err, store.ErrUnavailable):
+		// Not the server's fault nor the client's: the store comes back.
+		w.Header().Set("Retry-After", "5")
+		fail(http.StatusServiceUnavailable, what+" failed: the store is not reachable yet; retry shortly")
 	case store.IsQueryLimit(err) || errors.Is(err, context.DeadlineExceeded) && r.Context().Err() != nil:
 		fail(http.StatusBadRequest, what+" exceeded the store's limits on a query's time or memory: "+
 			"narrow the window or add filters")
@@ -217,7 +251,7 @@ func (a *api) readTrace(w http.ResponseWriter, r *http.Request) *model.Trace {
 	case errors.Is(err, store.ErrNotFound):
 		writeError(w, http.StatusNotFound, "trace "+id+" is not stored (never received, not kept by the sampler, or expired)")
 	case err != nil:
-		a.failed(r, func(code int, msg string) { writeError(w, code, msg) }, "reading trace "+id, err)
+		a.failed(w, r, func(code int, msg string) { writeError(w, code, msg) }, "reading trace "+id, err)
 	default:
 		return t
 	}
@@ -241,10 +275,20 @@ func boolParam(q url.Values, name string) (bool, error) {
 // failed says.
 func (a *api) answer(w http.ResponseWriter, r *http.Request, what string, v any, err error) {
 	if err != nil {
-		a.failed(r, func(code int, msg string) { writeError(w, code, msg) }, what, err)
+		a.failed(w, r, func(code int, msg string) { writeError(w, code, msg) }, what, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, v)
+}
+
+// failIn answers an error in the format of the request's route: ours under
+// /api/v1/, Jaeger's under the rest of /api/.
+func failIn(w http.ResponseWriter, r *http.Request, code int, msg string) {
+	if strings.HasPrefix(r.URL.Path, "/api/v1/") {
+		writeError(w, code, msg)
+	} else {
+		jaegerFail(w, code, msg)
+	}
 }
 
 func writeError(w http.ResponseWriter, code int, msg string) {

@@ -41,7 +41,7 @@ func (a *api) routeJaeger(mux *http.ServeMux) {
 // (err), logs err and answers 500 saying what failed.
 func (a *api) jaegerAnswer(w http.ResponseWriter, r *http.Request, what string, data any, total int, err error) {
 	if err != nil {
-		a.failed(r, func(code int, msg string) { jaegerFail(w, code, msg) }, what, err)
+		a.failed(w, r, func(code int, msg string) { jaegerFail(w, code, msg) }, what, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, jaegerResponse{Data: data, Total: total})

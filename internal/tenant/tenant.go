@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 )
 
 // Default is the tenant of data sent without tenancy (no tokens
@@ -83,4 +84,36 @@ func Key(t string) (k [16]byte) {
 	sum := sha256.Sum256([]byte(t))
 	copy(k[:], sum[:16])
 	return k
+}
+
+// authData is the client.AuthData of a request Authenticator placed in a
+// tenant: its one attribute, "tenant", is what FromContext reads (and what
+// the Collector's components read as auth.tenant).
+type authData string
+
+func (a authData) GetAttribute(name string) any {
+	if name == authAttribute {
+		return string(a)
+	}
+	return nil
+}
+
+func (authData) GetAttributeNames() []string { return []string{authAttribute} }
+
+// WithAuth returns ctx whose client.Info is authenticated as tenant t,
+// keeping the client's address and metadata.
+func WithAuth(ctx context.Context, t string) context.Context {
+	info := client.FromContext(ctx)
+	info.Auth = authData(t)
+	return client.NewContext(ctx, info)
+}
+
+// StampLogs stamps every resource of ld with the tenant of ctx: what a
+// receiver does with the logs of a request it authenticated.
+func StampLogs(ctx context.Context, ld plog.Logs) {
+	t := FromContext(ctx)
+	rls := ld.ResourceLogs()
+	for i := range rls.Len() {
+		Stamp(rls.At(i).Resource().Attributes(), t)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/extension"
 	"go.uber.org/zap"
 
@@ -28,7 +29,9 @@ import (
 // Config configures the query API served from the collector process.
 type Config struct {
 	// ServerConfig is the HTTP server (endpoint, TLS, CORS, …) in the
-	// Collector's confighttp format. Default endpoint: localhost:16686.
+	// Collector's confighttp format. Default endpoint: localhost:16686. Its
+	// `auth` (e.g. {authenticator: tracesift_auth}) guards the API under
+	// /api/; the web UI's pages and /health are served without it.
 	ServerConfig confighttp.ServerConfig `mapstructure:",squash"`
 	// Store is the id of the tracesift_store extension to read from.
 	// Default: tracesift_store.
@@ -104,9 +107,22 @@ func (q *queryExtension) Start(ctx context.Context, host component.Host) error {
 	if err != nil {
 		return fmt.Errorf("tracesift_query: listening on %s: %w", q.cfg.ServerConfig.NetAddr.Endpoint, err)
 	}
-	q.server, err = q.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), q.set.TelemetrySettings, query.NewHandler(p.Reader(), q.set.Logger,
-		query.WithLimits(query.Limits{MaxConcurrent: q.cfg.MaxConcurrentQueries, QueueWait: q.cfg.QueueWait,
-			RequestTime: q.cfg.MaxRequestTime, MaxWindow: q.cfg.MaxQueryWindow})))
+	opts := []query.Option{query.WithLimits(query.Limits{MaxConcurrent: q.cfg.MaxConcurrentQueries,
+		QueueWait: q.cfg.QueueWait, RequestTime: q.cfg.MaxRequestTime, MaxWindow: q.cfg.MaxQueryWindow})}
+	// The authenticator guards the API's reads, not the whole server: the web
+	// UI's pages carry no data and must load for the browser to ask for a token.
+	sc := q.cfg.ServerConfig
+	if sc.Auth.HasValue() {
+		auth, err := sc.Auth.Get().Config.GetServerAuthenticator(ctx, host.GetExtensions())
+		if err != nil {
+			return errors.Join(fmt.Errorf("tracesift_query: auth: %w", err), ln.Close())
+		}
+		opts = append(opts, query.WithAuth(func(r *http.Request) (context.Context, error) {
+			return auth.Authenticate(r.Context(), r.Header)
+		}))
+		sc.Auth = configoptional.None[confighttp.AuthConfig]()
+	}
+	q.server, err = sc.ToServer(ctx, host.GetExtensions(), q.set.TelemetrySettings, query.NewHandler(p.Reader(), q.set.Logger, opts...))
 	if err != nil {
 		return errors.Join(fmt.Errorf("tracesift_query: %w", err), ln.Close())
 	}

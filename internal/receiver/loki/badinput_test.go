@@ -156,6 +156,9 @@ func TestRejections(t *testing.T) {
 			resp, rb := e.do(t, req)
 			require.Equal(t, tt.wantCode, resp.StatusCode, "%s", rb)
 			assert.Contains(t, string(rb), tt.wantMsg)
+			if tt.wantCode == http.StatusServiceUnavailable {
+				assert.Equal(t, "5", resp.Header.Get("Retry-After"), "a client told to retry is told when")
+			}
 			assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
 			if strings.HasPrefix(tt.path, linesPath) {
 				assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
@@ -199,6 +202,9 @@ func TestConsumerErrors(t *testing.T) {
 			resp, rb := e.post(t, pushPath, "application/x-protobuf", "", snappyPush(pushStreams...))
 			require.Equal(t, tt.wantCode, resp.StatusCode, "%s", rb)
 			assert.Contains(t, string(rb), tt.wantMsg)
+			if tt.wantCode == http.StatusServiceUnavailable {
+				assert.Equal(t, "5", resp.Header.Get("Retry-After"), "a client told to retry is told when")
+			}
 			resp, rb = e.post(t, linesPath+"?service=s", "text/plain", "", []byte("a\nb\n"))
 			require.Equal(t, tt.wantCode, resp.StatusCode, "%s", rb)
 			assert.Contains(t, string(rb), `"error":`)
@@ -247,6 +253,7 @@ func TestLinesPerSecondBound(t *testing.T) {
 	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "both endpoints share the bound: %s", body)
 	assert.EqualValues(t, 1, e.requests(t, "push", "limited"))
 
+	elapsed.Store(int64(2 * time.Second)) // refilled: an empty bucket would answer 429 before reading
 	resp, body = post(11)
 	require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", body)
 	assert.Contains(t, string(body), "more than `max_lines_per_second` (10) lets through at once")
@@ -260,4 +267,62 @@ func TestUnboundedLinesPerSecond(t *testing.T) {
 	resp, body := e.post(t, linesPath+"?service=s", "text/plain", "", []byte(strings.Repeat("a line\n", 5000)))
 	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
 	assert.Equal(t, 5000, e.logs.LogRecordCount())
+}
+
+// A request of more records than max_records_per_request is refused whole
+// (413) in every format, decoding no further; one at the bound is taken.
+func TestMaxRecordsPerRequest(t *testing.T) {
+	e := newEnv(t, envOptions{config: func(c *Config) { c.MaxRecordsPerRequest = 3 }})
+	entries := func(n int) []pbEntry {
+		var out []pbEntry
+		for i := range n {
+			out = append(out, pbEntry{secs: 1700000000, nanos: int32(i), line: "l"})
+		}
+		return out
+	}
+	jsonPush := func(n int) []byte {
+		vals := strings.TrimSuffix(strings.Repeat(`["1","x"],`, n), ",")
+		return []byte(`{"streams":[{"stream":{"service_name":"s"},"values":[` + vals + `]}]}`)
+	}
+	for _, tc := range []struct {
+		name, path, contentType string
+		body                    func(n int) []byte
+	}{
+		{"plain", linesPath + "?service=s", "text/plain", func(n int) []byte { return []byte(strings.Repeat("a line\n", n)) }},
+		{"ndjson", linesPath + "?service=s", "application/x-ndjson", func(n int) []byte {
+			return []byte(strings.Repeat(`{"msg":"a"}`+"\n", n))
+		}},
+		{"ndjson array", linesPath + "?service=s", "application/json", func(n int) []byte {
+			return []byte("[" + strings.TrimSuffix(strings.Repeat(`{"msg":"a"},`, n), ",") + "]")
+		}},
+		{"json push", pushPath, "application/json", jsonPush},
+		{"protobuf push", pushPath, "application/x-protobuf", func(n int) []byte {
+			return snappyPush(pbStream{labels: `{service_name="s"}`, entries: entries(n)})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := e.logs.LogRecordCount()
+			resp, body := e.post(t, tc.path, tc.contentType, "", tc.body(4))
+			require.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode, "%s", body)
+			assert.Contains(t, string(body), "`max_records_per_request` (3)")
+			assert.Equal(t, before, e.logs.LogRecordCount(), "nothing of it is taken")
+			resp, body = e.post(t, tc.path, tc.contentType, "", tc.body(3))
+			require.Less(t, resp.StatusCode, 300, "%s", body)
+			assert.Equal(t, before+3, e.logs.LogRecordCount())
+		})
+	}
+}
+
+// Over the rate bound, a request is refused before its body is read: a
+// malformed one gets 429, not 400.
+func TestRateBoundBeforeDecoding(t *testing.T) {
+	e := newEnv(t, envOptions{
+		config: func(c *Config) { c.MaxLinesPerSecond = 2 },
+		clock:  func() time.Time { return testNow },
+	})
+	resp, body := e.post(t, linesPath+"?service=s", "text/plain", "", []byte("a\nb\n"))
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	resp, body = e.post(t, pushPath, "application/json", "", []byte(`{not json`))
+	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", body)
+	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
 }

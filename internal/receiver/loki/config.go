@@ -18,6 +18,7 @@ const (
 	defaultMaxRequestBodySize = 16 << 20         // 16 MiB
 	defaultMaxLineBytes       = 64 << 10         // 64 KiB
 	defaultMaxLinesPerSecond  = 1_000_000
+	defaultMaxRecords         = 200_000
 )
 
 // Config is the configuration of the tracesift_loki receiver:
@@ -60,6 +61,14 @@ type Config struct {
 	// records than the bound can never pass: it is answered 413.
 	MaxLinesPerSecond int `mapstructure:"max_lines_per_second"`
 
+	// MaxRecordsPerRequest bounds the records of one request: decoding
+	// stops when a request holds more, and it is answered 413 (send smaller
+	// batches). A record costs a few hundred bytes of heap however short its
+	// line, so this, not the body size, bounds a request's memory: 16 MiB of
+	// two-byte lines would be 8 M records. Default 200000 (Loki clients send
+	// ~1 MiB batches: about 10 000 lines). Must be positive.
+	MaxRecordsPerRequest int `mapstructure:"max_records_per_request"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -82,6 +91,10 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("`max_lines_per_second` must be 0 (no bound) or positive (default %d), got %d",
 			defaultMaxLinesPerSecond, c.MaxLinesPerSecond))
 	}
+	if c.MaxRecordsPerRequest <= 0 {
+		errs = append(errs, fmt.Errorf("`max_records_per_request` must be positive (default %d), got %d",
+			defaultMaxRecords, c.MaxRecordsPerRequest))
+	}
 	if c.ServerConfig.NetAddr.Endpoint == "" {
 		errs = append(errs, fmt.Errorf("`endpoint` must not be empty (default %q)", defaultEndpoint))
 	}
@@ -99,5 +112,6 @@ func createDefaultConfig() component.Config {
 	// A client that stops sending mid-body is cut off rather than holding
 	// its connection and buffer for ever.
 	sc.ReadTimeout = httpbody.ReadTimeout
-	return &Config{ServerConfig: sc, MaxLineBytes: defaultMaxLineBytes, MaxLinesPerSecond: defaultMaxLinesPerSecond}
+	return &Config{ServerConfig: sc, MaxLineBytes: defaultMaxLineBytes, MaxLinesPerSecond: defaultMaxLinesPerSecond,
+		MaxRecordsPerRequest: defaultMaxRecords}
 }

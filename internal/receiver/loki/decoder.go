@@ -1,6 +1,7 @@
 package loki
 
 import (
+	"errors"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 )
@@ -10,6 +11,10 @@ import (
 // requests running at the same time.
 type decoder struct {
 	maxLine int
+	// maxRecords bounds the records of one request (0: none); over tells a
+	// request that reached it, whose decoding stopped there.
+	maxRecords, records int
+	over                bool
 	// now is the receive time: every record's ObservedTimestamp, and the
 	// Timestamp of a record without a usable one of its own.
 	now pcommon.Timestamp
@@ -43,6 +48,7 @@ func newDecoder(maxLine int) *decoder {
 // reset prepares the decoder for a request received at now.
 func (d *decoder) reset(now pcommon.Timestamp) {
 	d.now = now
+	d.records, d.over = 0, false
 	d.stats.reset()
 	// A request that failed inside a stream left the flags of its records:
 	// they must not be counted with this one's.
@@ -66,9 +72,23 @@ func (d *decoder) internKey(b []byte) string {
 	return s
 }
 
+// errTooManyRecords stops the decoding of a request with more records than
+// max_records_per_request: it is refused whole, before the rest is built.
+var errTooManyRecords = errors.New("more records than `max_records_per_request`")
+
+// full reports, before a record is added, that the request has as many as
+// it may; the request is then over its bound.
+func (d *decoder) full() bool {
+	if d.maxRecords > 0 && d.records >= d.maxRecords {
+		d.over = true
+	}
+	return d.over
+}
+
 // newRecord appends a record stamped with the receive time, which its
 // decoder may change to its own timestamp.
 func (d *decoder) newRecord(lrs plog.LogRecordSlice) plog.LogRecord {
+	d.records++
 	lr := lrs.AppendEmpty()
 	lr.SetObservedTimestamp(d.now)
 	lr.SetTimestamp(d.now)

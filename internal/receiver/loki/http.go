@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/tracesift/tracesift/internal/httpbody"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 const (
@@ -97,7 +98,7 @@ var supportedTypes = [numEndpoints]string{
 func (r *lokiReceiver) handlePush(w http.ResponseWriter, req *http.Request) {
 	now := pcommon.NewTimestampFromTime(r.clock())
 	format, ok := r.begin(w, req, endpointPush, pushFormat)
-	if !ok {
+	if !ok || !r.allow(w, req, endpointPush, 0) {
 		return
 	}
 	body, ok := r.readBody(w, req, endpointPush)
@@ -133,6 +134,10 @@ func (r *lokiReceiver) handlePush(w http.ResponseWriter, req *http.Request) {
 		if err == nil {
 			err = d.decodePushProto(raw, ld)
 		}
+	}
+	if d.over {
+		r.tooManyRecords(w, req, endpointPush)
+		return
 	}
 	if err != nil {
 		r.reject(w, req, endpointPush, warnMalformed, http.StatusBadRequest, err.Error())
@@ -200,7 +205,7 @@ type linesAnswer struct {
 func (r *lokiReceiver) handleLines(w http.ResponseWriter, req *http.Request) {
 	now := pcommon.NewTimestampFromTime(r.clock())
 	format, ok := r.begin(w, req, endpointLines, linesFormat)
-	if !ok {
+	if !ok || !r.allow(w, req, endpointLines, 0) {
 		return
 	}
 	service, host, err := linesQuery(req.URL.RawQuery)
@@ -229,6 +234,10 @@ func (r *lokiReceiver) handleLines(w http.ResponseWriter, req *http.Request) {
 	} else {
 		d.decodePlain(body.Bytes(), lrs)
 	}
+	if d.over {
+		r.tooManyRecords(w, req, endpointLines)
+		return
+	}
 	r.deliver(w, req, endpointLines, ld, &d.stats)
 }
 
@@ -256,6 +265,9 @@ func linesQuery(rawQuery string) (service, host string, err error) {
 	return service, host, nil
 }
 
+// unavailableRetryAfter is the Retry-After of a 503: seconds.
+const unavailableRetryAfter = "5"
+
 // deliver counts what the decoding found and hands the records to the
 // pipeline. Its error is answered 503 (retry), or 400 when permanent (the
 // records are dropped: retrying cannot help).
@@ -267,6 +279,7 @@ func (r *lokiReceiver) deliver(w http.ResponseWriter, req *http.Request, ep endp
 		return
 	}
 	if n > 0 {
+		tenant.StampLogs(ctx, ld)
 		if err := r.next.ConsumeLogs(ctx, ld); err != nil {
 			if consumererror.IsPermanent(err) {
 				r.tel.TracesiftLokiRequests.Add(ctx, 1, r.tel.requestAttrs[ep][outcomeDropped]...)
@@ -277,6 +290,9 @@ func (r *lokiReceiver) deliver(w http.ResponseWriter, req *http.Request, ep endp
 				return
 			}
 			r.tel.TracesiftLokiRequests.Add(ctx, 1, r.tel.requestAttrs[ep][outcomeUnavailable]...)
+			// The exporter's queue is full (the store down or slow): tell
+			// clients when to come back rather than have them hammer it.
+			w.Header().Set("Retry-After", unavailableRetryAfter)
 			r.writeError(w, ep, http.StatusServiceUnavailable, "the pipeline cannot take the records now, "+
 				"retry later: "+err.Error())
 			return
@@ -428,14 +444,28 @@ func writeResponse(w http.ResponseWriter, contentType string, code int, body []b
 	_, _ = w.Write(body) // #nosec G705 -- explicit non-HTML Content-Type and nosniff
 }
 
+// tooManyRecords answers a request over max_records_per_request.
+func (r *lokiReceiver) tooManyRecords(w http.ResponseWriter, req *http.Request, ep endpoint) {
+	r.reject(w, req, ep, warnTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request holds more than "+
+		"`max_records_per_request` (%d) records: send smaller batches", r.cfg.MaxRecordsPerRequest))
+}
+
 // allow takes n records from the rate bound (max_lines_per_second), or
 // answers the request 429 with the seconds to wait (413 when n is more than
-// the bound allows at all) and reports false.
+// the bound allows at all) and reports false. n = 0 takes nothing and asks
+// whether a record would pass now: checked before a body is read, so that
+// a client over the bound costs no decoding.
 func (r *lokiReceiver) allow(w http.ResponseWriter, req *http.Request, ep endpoint, n int) bool {
 	if r.limiter == nil {
 		return true
 	}
 	now := r.clock()
+	if n == 0 {
+		if r.limiter.TokensAt(now) >= 1 {
+			return true
+		}
+		n = 1
+	}
 	if n > r.limiter.Burst() {
 		r.reject(w, req, ep, warnTooLarge, http.StatusRequestEntityTooLarge, fmt.Sprintf("the request holds %d "+
 			"records, more than `max_lines_per_second` (%d) lets through at once: send smaller batches", n, r.limiter.Burst()))

@@ -110,6 +110,9 @@ func (d *decoder) decodePlain(body []byte, lrs plog.LogRecordSlice) {
 		if isBlank(line) {
 			continue
 		}
+		if lines > 0 && d.full() {
+			return
+		}
 		if lines > 0 && lines < maxJoinLines && len(cur)+1+len(line) <= d.maxLine &&
 			(isContinuation(line) || (isExceptionHeader(line) && nextIsFrame(body))) {
 			if !joined {
@@ -127,7 +130,7 @@ func (d *decoder) decodePlain(body []byte, lrs plog.LogRecordSlice) {
 		}
 		cur, lines, joined = line, 1, false
 	}
-	if lines > 0 {
+	if lines > 0 && !d.full() {
 		d.rawRecord(lrs, cur, 0)
 	}
 }
@@ -164,6 +167,9 @@ func (d *decoder) decodeNDJSON(body []byte, lrs plog.LogRecordSlice) {
 		if len(line) == 0 {
 			continue
 		}
+		if d.full() {
+			return
+		}
 		if !d.jsonLine(line, lrs) {
 			d.notJSON(lrs, line)
 		}
@@ -189,6 +195,9 @@ func (d *decoder) decodeWhole(whole []byte, lrs plog.LogRecordSlice) bool {
 			return true
 		}
 		elem, _ := arr.raw(1)
+		if d.full() {
+			return true
+		}
 		if elem[0] != '{' || !d.jsonLine(elem, lrs) {
 			d.notJSON(lrs, elem)
 		}

@@ -173,6 +173,9 @@ func (d *decoder) jsonEntries(lrs plog.LogRecordSlice, legacy bool) error {
 		return err
 	}
 	return r.elements(func() error {
+		if d.full() {
+			return errTooManyRecords
+		}
 		lr := d.newRecord(lrs)
 		var f recFlags
 		var err error
@@ -483,6 +486,9 @@ func (d *decoder) protoStream(b []byte, ld plog.Logs) error {
 }
 
 func (d *decoder) protoEntry(b []byte, lrs plog.LogRecordSlice) error {
+	if d.full() {
+		return errTooManyRecords
+	}
 	lr := d.newRecord(lrs)
 	var f recFlags
 	d.meta = d.meta[:0]

@@ -166,6 +166,7 @@ func (r *lokiReceiver) getDecoder(now pcommon.Timestamp) *decoder {
 	if d == nil {
 		d = newDecoder(r.cfg.MaxLineBytes)
 	}
+	d.maxRecords = r.cfg.MaxRecordsPerRequest
 	d.reset(now)
 	return d
 }

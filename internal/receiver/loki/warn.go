@@ -27,7 +27,7 @@ var warningText = [numWarnings]string{
 		"push request is snappy-compressed protobuf or JSON; the lines endpoint takes text or NDJSON), or its " +
 		"Content-Encoding is corrupt. Fix the client or its Content-Type.",
 	warnTooLarge: "Rejected an oversized request with 413: lower the client's batch size (Promtail/Alloy " +
-		"batch_size, Fluent Bit/Vector batch settings) or raise `max_request_body_size`.",
+		"batch_size, Fluent Bit/Vector batch settings) or raise `max_request_body_size` (`max_records_per_request` for many short lines).",
 	warnUnsupported: "Rejected a request with an unsupported method (405) or Content-Type (415): push with POST " +
 		"and application/x-protobuf (snappy) or application/json; send lines with POST and text/plain, " +
 		"application/x-ndjson or application/json.",

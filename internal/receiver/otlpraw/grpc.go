@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // Full names of the OTLP services and methods this receiver serves.
@@ -170,6 +172,7 @@ func (r *otlpRaw) exportLogsGRPC(ctx context.Context, req *rawMessage) (any, err
 	if err := lr.UnmarshalProto(req.b); err != nil {
 		st = status.New(codes.InvalidArgument, "malformed OTLP logs request: "+err.Error())
 	} else {
+		tenant.StampLogs(ctx, lr.Logs())
 		st = logsStatus(r.nextLogs.ConsumeLogs(ctx, lr.Logs()))
 	}
 	r.record(ctx, signalLogs, transportGRPC, st, nil)

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/tracesift/tracesift/internal/httpbody"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 const (
@@ -128,6 +129,7 @@ func (r *otlpRaw) handleLogs(w http.ResponseWriter, req *http.Request) {
 	if err != nil {
 		st = status.New(codes.InvalidArgument, "malformed OTLP logs request: "+err.Error())
 	} else {
+		tenant.StampLogs(ctx, lr.Logs())
 		st = logsStatus(r.nextLogs.ConsumeLogs(ctx, lr.Logs()))
 	}
 	r.record(ctx, signalLogs, transportHTTP, st, req)

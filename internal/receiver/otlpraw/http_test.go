@@ -221,7 +221,7 @@ func TestHTTPSamplerErrors(t *testing.T) {
 	e.sampler.setErr(errors.New("tracesift_sampler: shut down, not accepting spans"))
 	resp, rb = e.post(t, "/v1/traces", pbContentType, "", body)
 	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "%s", rb)
-	assert.Empty(t, resp.Header.Get("Retry-After"))
+	assert.Equal(t, "5", resp.Header.Get("Retry-After"), "told when to come back")
 	assert.Equal(t, int32(codes.Unavailable), decodeStatus(t, resp, rb).GetCode())
 
 	assert.Equal(t, int64(2), counterValue(t, e, "otelcol_tracesift_receiver_requests",

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
 )
@@ -29,7 +30,7 @@ func traceStatus(err error) *status.Status {
 		return st
 	}
 	// OTLP says: retry unless told otherwise.
-	return status.New(codes.Unavailable, err.Error())
+	return unavailable(err)
 }
 
 // logsStatus does the same for the logs consumer, as the Collector's otlp
@@ -45,7 +46,22 @@ func logsStatus(err error) *status.Status {
 	if consumererror.IsPermanent(err) {
 		return status.New(codes.Internal, err.Error())
 	}
-	return status.New(codes.Unavailable, err.Error())
+	return unavailable(err)
+}
+
+// unavailableRetryDelay is when a client is told to come back after the
+// pipeline could not take its request (the exporter's queue full while the
+// store is down or slow): soon enough to lose no time once it recovers.
+const unavailableRetryDelay = 5 * time.Second
+
+// unavailable is Unavailable with a RetryInfo, which HTTP clients get as
+// 503 with Retry-After.
+func unavailable(err error) *status.Status {
+	st := status.New(codes.Unavailable, err.Error())
+	if withRetry, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(unavailableRetryDelay)}); derr == nil {
+		return withRetry
+	}
+	return st
 }
 
 // outcomeOf classifies a final status for otelcol_tracesift_receiver_requests.

@@ -51,6 +51,9 @@ func TestTraceStatus(t *testing.T) {
 func TestLogsStatus(t *testing.T) {
 	assert.Nil(t, logsStatus(nil))
 	assert.Equal(t, codes.Unavailable, logsStatus(errors.New("later")).Code())
+	ra, ok := retryAfter(logsStatus(errors.New("sending queue is full")))
+	assert.True(t, ok, "a client told to retry is told when")
+	assert.Equal(t, "5", ra)
 	assert.Equal(t, codes.Internal, logsStatus(consumererror.NewPermanent(errors.New("never"))).Code())
 	assert.Equal(t, codes.ResourceExhausted, logsStatus(status.Error(codes.ResourceExhausted, "full")).Code())
 }

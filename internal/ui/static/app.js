@@ -10,9 +10,32 @@ function esc(v) {
   return String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
 }
 
-async function api(path, params) {
+// With tenants configured the API wants a bearer token: asked for once on
+// the first 401, kept for the browser tab (sessionStorage), dropped when refused.
+const tokenKey = 'tracesift.token';
+let asking = null;
+function askToken() {
+  asking ??= Promise.resolve().then(() => {
+    const t = window.prompt('This tracesift needs the token of your tenant:');
+    if (t) sessionStorage.setItem(tokenKey, t.trim());
+    asking = null;
+    return Boolean(t);
+  });
+  return asking;
+}
+
+async function api(path, params, retried) {
   const q = params ? '?' + new URLSearchParams(Object.entries(params).filter(([, v]) => v !== '' && v != null)) : '';
-  const r = await fetch('/api/v1' + path + q, { headers: { Accept: 'application/json' } });
+  const headers = { Accept: 'application/json' };
+  const token = sessionStorage.getItem(tokenKey);
+  if (token) headers.Authorization = 'Bearer ' + token;
+  const r = await fetch('/api/v1' + path + q, { headers });
+  if (r.status === 401 && !retried) {
+    // Another request may have got a new token meanwhile: then just retry.
+    const stale = sessionStorage.getItem(tokenKey) === token;
+    if (stale) sessionStorage.removeItem(tokenKey);
+    if (!stale || await askToken()) return api(path, params, true);
+  }
   const body = await r.json().catch(() => ({}));
   if (!r.ok) {
     throw new Error(body.error || `${r.status} ${r.statusText}`);
