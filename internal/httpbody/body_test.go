@@ -43,3 +43,36 @@ func TestReadDoesNotTrustContentLength(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, len(body), buf.Len())
 }
+
+// The bodies a Pool has given out and not got back are bounded by its
+// Budget: a request that would pass it fails with ErrBusy and holds nothing,
+// and what is put back can be taken again.
+func TestBudgetBoundsBytesInFlight(t *testing.T) {
+	p := Pool{Budget: NewBudget(100)}
+	read := func(n int) (*bytes.Buffer, error) {
+		buf, _, err := p.Read(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("x", n))))
+		return buf, err
+	}
+	a, err := read(60)
+	require.NoError(t, err)
+	assert.EqualValues(t, 60, p.Budget.Used())
+	_, err = read(50)
+	require.ErrorIs(t, err, ErrBusy)
+	assert.EqualValues(t, 60, p.Budget.Used(), "a refused request holds nothing")
+	b, err := read(40)
+	require.NoError(t, err)
+	assert.EqualValues(t, 100, p.Budget.Used())
+	p.Put(a)
+	p.Put(b)
+	assert.Zero(t, p.Budget.Used())
+	c, err := read(100)
+	require.NoError(t, err)
+	p.Put(c)
+	assert.Zero(t, p.Budget.Used())
+
+	var unbounded Pool
+	d, _, err := unbounded.Read(httptest.NewRequest(http.MethodPost, "/", strings.NewReader(strings.Repeat("x", 1000))))
+	require.NoError(t, err)
+	unbounded.Put(d)
+	assert.Nil(t, NewBudget(0), "no limit, no budget")
+}

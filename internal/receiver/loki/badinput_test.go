@@ -2,6 +2,7 @@ package loki
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -13,8 +14,10 @@ import (
 	"github.com/golang/snappy"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -325,4 +328,39 @@ func TestRateBoundBeforeDecoding(t *testing.T) {
 	resp, body = e.post(t, pushPath, "application/json", "", []byte(`{not json`))
 	assert.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", body)
 	assert.NotEmpty(t, resp.Header.Get("Retry-After"))
+}
+
+// A request whose body would pass max_bytes_in_flight, while another is
+// held by the pipeline, is answered 429 with Retry-After.
+func TestMaxBytesInFlight(t *testing.T) {
+	entered, release := make(chan struct{}, 1), make(chan struct{})
+	var calls atomic.Int32
+	next, err := consumer.NewLogs(func(context.Context, plog.Logs) error {
+		if calls.Add(1) == 1 {
+			entered <- struct{}{}
+			<-release
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	e := newEnv(t, envOptions{next: next, config: func(c *Config) {
+		c.ServerConfig.MaxRequestBodySize = 1 << 20
+		c.MaxBytesInFlight = 1 << 20
+	}})
+	body := []byte(strings.Repeat("a line of a log file\n", 30000)) // 630 000 bytes: two do not fit
+	held := make(chan int, 1)
+	go func() {
+		resp, _ := e.post(t, linesPath+"?service=s", "text/plain", "", body)
+		held <- resp.StatusCode
+	}()
+	<-entered
+	resp, rb := e.post(t, linesPath+"?service=s", "text/plain", "", body)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", rb)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Contains(t, string(rb), "max_bytes_in_flight")
+	assert.EqualValues(t, 1, e.requests(t, "lines", "limited"))
+	close(release)
+	assert.Equal(t, http.StatusOK, <-held)
+	resp, rb = e.post(t, linesPath+"?service=s", "text/plain", "", body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", rb)
 }

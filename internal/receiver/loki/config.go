@@ -69,6 +69,14 @@ type Config struct {
 	// ~1 MiB batches: about 10 000 lines). Must be positive.
 	MaxRecordsPerRequest int `mapstructure:"max_records_per_request"`
 
+	// MaxBytesInFlight bounds the bytes of request bodies the receiver holds
+	// at once, as they are read and until each request is answered: many slow
+	// or large requests, each within max_request_body_size, cannot add up to
+	// more. A request that would pass it is answered 429 with Retry-After.
+	// Default 268435456 (256 MiB); 0: no bound; else at least
+	// max_request_body_size.
+	MaxBytesInFlight int64 `mapstructure:"max_bytes_in_flight"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -95,6 +103,10 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("`max_records_per_request` must be positive (default %d), got %d",
 			defaultMaxRecords, c.MaxRecordsPerRequest))
 	}
+	if c.MaxBytesInFlight < 0 || c.MaxBytesInFlight > 0 && c.MaxBytesInFlight < c.ServerConfig.MaxRequestBodySize {
+		errs = append(errs, fmt.Errorf("`max_bytes_in_flight` must be 0 (no bound) or at least `max_request_body_size` (%d), "+
+			"or a request of that size could never pass; got %d", c.ServerConfig.MaxRequestBodySize, c.MaxBytesInFlight))
+	}
 	if c.ServerConfig.NetAddr.Endpoint == "" {
 		errs = append(errs, fmt.Errorf("`endpoint` must not be empty (default %q)", defaultEndpoint))
 	}
@@ -113,5 +125,5 @@ func createDefaultConfig() component.Config {
 	// its connection and buffer for ever.
 	sc.ReadTimeout = httpbody.ReadTimeout
 	return &Config{ServerConfig: sc, MaxLineBytes: defaultMaxLineBytes, MaxLinesPerSecond: defaultMaxLinesPerSecond,
-		MaxRecordsPerRequest: defaultMaxRecords}
+		MaxRecordsPerRequest: defaultMaxRecords, MaxBytesInFlight: httpbody.DefaultMaxBytesInFlight}
 }

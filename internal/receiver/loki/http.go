@@ -371,6 +371,12 @@ func (r *lokiReceiver) readBody(w http.ResponseWriter, req *http.Request, ep end
 	case limit > 0:
 		r.tooLarge(w, req, ep, limit, "the body")
 		return nil, false
+	case errors.Is(err, httpbody.ErrBusy):
+		r.tel.TracesiftLokiRequests.Add(req.Context(), 1, r.tel.requestAttrs[ep][outcomeLimited]...)
+		r.warn(warnBusy, req, ep, zap.Int64("max_bytes_in_flight", r.cfg.MaxBytesInFlight))
+		w.Header().Set("Retry-After", "1")
+		r.writeError(w, ep, http.StatusTooManyRequests, err.Error()+"; retry shortly")
+		return nil, false
 	}
 	// A truncated upload or a corrupt compressed body.
 	r.reject(w, req, ep, warnMalformed, http.StatusBadRequest, "reading the request body: "+err.Error())

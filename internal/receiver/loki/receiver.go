@@ -77,6 +77,7 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*lokiR
 		logger = zap.NewNop()
 	}
 	r := &lokiReceiver{cfg: cfg, set: set, logger: logger, tel: tel, next: next, clock: time.Now}
+	r.bodies.Budget = httpbody.NewBudget(cfg.MaxBytesInFlight)
 	if n := cfg.MaxLinesPerSecond; n > 0 {
 		r.limiter = rate.NewLimiter(rate.Limit(n), n)
 	}

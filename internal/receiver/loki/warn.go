@@ -17,6 +17,7 @@ const (
 	warnBadQuery                   // 400: service/host of the lines endpoint
 	warnDropped                    // 400: permanent error of the pipeline
 	warnLimited                    // 429: over max_lines_per_second
+	warnBusy                       // 429: over max_bytes_in_flight
 	warnTruncated                  // a value cut to max_line_bytes
 	warnInvalid                    // warnInvalid + reason: an invalid record
 	numWarnings     = warnInvalid + warning(numReasons)
@@ -37,6 +38,9 @@ var warningText = [numWarnings]string{
 		"dropped (counted in otelcol_tracesift_loki_records_dropped). See the error of the exporter or processor.",
 	warnLimited: "Refused log records over `max_lines_per_second` with 429 and Retry-After; clients retry them " +
 		"later. Raise `max_lines_per_second` (0: no bound) or spread the load over more collectors.",
+	warnBusy: "Refused a request with 429 and Retry-After: the receiver holds `max_bytes_in_flight` of request " +
+		"bodies (slow or large requests); clients retry. Raise it if memory allows, or spread the load over more " +
+		"collectors.",
 	warnTruncated: "Cut a log line or attribute value longer than `max_line_bytes` and appended " +
 		"\"…[truncated N bytes]\"; raise `max_line_bytes` to keep such lines whole.",
 	warnInvalid + warning(reasonInvalidUTF8): "Stored a log record with text that is not valid UTF-8: the bad " +
@@ -58,7 +62,7 @@ func counterOf(why warning) string {
 	switch {
 	case why == warnDropped:
 		return "otelcol_tracesift_loki_records_dropped"
-	case why == warnLimited:
+	case why == warnLimited || why == warnBusy:
 		return "otelcol_tracesift_loki_requests{outcome=\"limited\"}"
 	case why == warnTruncated:
 		return "otelcol_tracesift_loki_records_truncated"

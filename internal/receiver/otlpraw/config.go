@@ -57,6 +57,15 @@ type Config struct {
 	// sampled here; `sampler` is then unused. Absent by default.
 	Kafka configoptional.Optional[kafka.Config] `mapstructure:"kafka"`
 
+	// MaxBytesInFlight bounds the bytes of requests the receiver holds at
+	// once, HTTP bodies as they are read and gRPC messages as they are
+	// handled, until each request is answered: many slow or large requests,
+	// each within its size limit, cannot add up to more. A request that
+	// would pass it is answered 429 with Retry-After (gRPC
+	// ResourceExhausted with RetryInfo), which OTLP clients retry. Default
+	// 268435456 (256 MiB); 0: no bound.
+	MaxBytesInFlight int64 `mapstructure:"max_bytes_in_flight"`
+
 	// prevent unkeyed literal initialization
 	_ struct{}
 }
@@ -152,7 +161,26 @@ func (c *Config) Validate() error {
 				"must differ, both are %q", h.TracesURLPath))
 		}
 	}
+	if c.MaxBytesInFlight < 0 {
+		errs = append(errs, fmt.Errorf("`max_bytes_in_flight` must be 0 (no bound) or positive, got %d", c.MaxBytesInFlight))
+	}
+	if largest := c.largestRequest(); c.MaxBytesInFlight > 0 && c.MaxBytesInFlight < largest {
+		errs = append(errs, fmt.Errorf("`max_bytes_in_flight` (%d) must hold at least one request of the largest size "+
+			"the servers accept (%d), or such a request could never pass", c.MaxBytesInFlight, largest))
+	}
 	return errors.Join(errs...)
+}
+
+// largestRequest is the largest request body or message the servers take.
+func (c *Config) largestRequest() int64 {
+	var n int64
+	if g := c.Protocols.GRPC.Get(); g != nil {
+		n = int64(g.MaxRecvMsgSizeMiB) << 20
+	}
+	if h := c.Protocols.HTTP.Get(); h != nil {
+		n = max(n, h.ServerConfig.MaxRequestBodySize)
+	}
+	return n
 }
 
 func createDefaultConfig() component.Config {
@@ -181,7 +209,8 @@ func createDefaultConfig() component.Config {
 			GRPC: configoptional.Default(grpcCfg),
 			HTTP: configoptional.Default(httpCfg),
 		},
-		Sampler: *tailsampler.NewFactory().CreateDefaultConfig().(*tailsampler.Config),
-		Kafka:   configoptional.Default(kafka.DefaultConfig()),
+		Sampler:          *tailsampler.NewFactory().CreateDefaultConfig().(*tailsampler.Config),
+		MaxBytesInFlight: httpbody.DefaultMaxBytesInFlight,
+		Kafka:            configoptional.Default(kafka.DefaultConfig()),
 	}
 }

@@ -156,7 +156,22 @@ func unaryRaw(srv any, ctx context.Context, dec func(any) error, interceptor grp
 	})
 }
 
+// take holds a message's bytes in max_bytes_in_flight while it is handled
+// (the caller releases them); when they do not fit it returns the answer.
+func (r *otlpRaw) take(ctx context.Context, sig signal, req *rawMessage) *status.Status {
+	if r.bodies.Budget.Take(int64(len(req.b))) {
+		return nil
+	}
+	st := busy()
+	r.record(ctx, sig, transportGRPC, st, nil)
+	return st
+}
+
 func (r *otlpRaw) exportTracesGRPC(ctx context.Context, req *rawMessage) (any, error) {
+	if st := r.take(ctx, signalTraces, req); st != nil {
+		return nil, st.Err()
+	}
+	defer r.bodies.Budget.Release(int64(len(req.b)))
 	r.tel.TracesiftReceiverBytes.Add(ctx, int64(len(req.b)), r.tel.bytesAttrs[signalTraces]...)
 	st := r.consumeTraces(ctx, req.b, transportGRPC, nil)
 	if st != nil {
@@ -166,6 +181,10 @@ func (r *otlpRaw) exportTracesGRPC(ctx context.Context, req *rawMessage) (any, e
 }
 
 func (r *otlpRaw) exportLogsGRPC(ctx context.Context, req *rawMessage) (any, error) {
+	if st := r.take(ctx, signalLogs, req); st != nil {
+		return nil, st.Err()
+	}
+	defer r.bodies.Budget.Release(int64(len(req.b)))
 	r.tel.TracesiftReceiverBytes.Add(ctx, int64(len(req.b)), r.tel.bytesAttrs[signalLogs]...)
 	lr := plogotlp.NewExportRequest()
 	var st *status.Status

@@ -3,6 +3,7 @@ package otlpraw
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"mime"
 	"net/http"
@@ -183,6 +184,11 @@ func (r *otlpRaw) readBody(w http.ResponseWriter, req *http.Request, sig signal,
 		return buf, true
 	case limit > 0:
 		r.tooLarge(w, req, sig, enc, limit)
+		return nil, false
+	case errors.Is(err, httpbody.ErrBusy):
+		st := busy()
+		r.record(req.Context(), sig, transportHTTP, st, req)
+		writeStatus(w, enc, http.StatusTooManyRequests, st)
 		return nil, false
 	}
 	// A truncated upload or a corrupt compressed body.

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
@@ -313,4 +314,45 @@ func TestHTTPBufferReuse(t *testing.T) {
 	requireSameTraces(t, a, got[0])
 	requireSameTraces(t, b, got[1])
 	requireSameTraces(t, a, got[2])
+}
+
+// Requests held (here: by the sampler) count against max_bytes_in_flight: a
+// request that would pass it is answered 429 / ResourceExhausted with a
+// delay, over HTTP and gRPC alike, and passes once the others are answered.
+func TestMaxBytesInFlight(t *testing.T) {
+	e := newEnv(t, envOptions{config: func(c *Config) {
+		c.Protocols.GRPC.Get().MaxRecvMsgSizeMiB = 1
+		c.Protocols.HTTP.Get().ServerConfig.MaxRequestBodySize = 1 << 20
+		c.MaxBytesInFlight = 1 << 20
+	}})
+	big := mustProto(t, testTraces(2000))
+	require.Greater(t, len(big), 1<<19, "two of them do not fit")
+	require.Less(t, len(big), 1<<20)
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	e.sampler.hold(entered, release)
+	held := make(chan int, 1)
+	go func() {
+		resp, _ := e.post(t, "/v1/traces", pbContentType, "", big)
+		held <- resp.StatusCode
+	}()
+	<-entered
+	e.sampler.hold(nil, nil)
+
+	resp, rb := e.post(t, "/v1/traces", pbContentType, "", big)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode, "%s", rb)
+	assert.Equal(t, "1", resp.Header.Get("Retry-After"))
+	assert.Contains(t, decodeStatus(t, resp, rb).GetMessage(), "max_bytes_in_flight")
+	_, err := ptraceotlp.NewGRPCClient(e.conn).Export(context.Background(),
+		ptraceotlp.NewExportRequestFromTraces(testTraces(2000)))
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+
+	close(release)
+	assert.Equal(t, http.StatusOK, <-held)
+	resp, rb = e.post(t, "/v1/traces", pbContentType, "", big)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", rb)
+	_, err = ptraceotlp.NewGRPCClient(e.conn).Export(context.Background(),
+		ptraceotlp.NewExportRequestFromTraces(testTraces(2000)))
+	require.NoError(t, err)
+	assert.Zero(t, e.r.bodies.Budget.Used(), "every request gave its bytes back")
 }

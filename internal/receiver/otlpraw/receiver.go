@@ -86,7 +86,9 @@ func newOTLPRaw(cfg *Config, set receiver.Settings) (*otlpRaw, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &otlpRaw{cfg: cfg, set: set, logger: logger, tel: tel}, nil
+	r := &otlpRaw{cfg: cfg, set: set, logger: logger, tel: tel}
+	r.bodies.Budget = httpbody.NewBudget(cfg.MaxBytesInFlight)
+	return r, nil
 }
 
 // Start starts the sampler, then the servers: no request can reach a

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/tracesift/tracesift/internal/httpbody"
 	"github.com/tracesift/tracesift/internal/otlpwire"
 )
 
@@ -54,11 +55,26 @@ func logsStatus(err error) *status.Status {
 // store is down or slow): soon enough to lose no time once it recovers.
 const unavailableRetryDelay = 5 * time.Second
 
+// busyRetryDelay is when a client refused by max_bytes_in_flight is told to
+// come back: other requests' bodies are answered within moments.
+const busyRetryDelay = time.Second
+
 // unavailable is Unavailable with a RetryInfo, which HTTP clients get as
 // 503 with Retry-After.
 func unavailable(err error) *status.Status {
-	st := status.New(codes.Unavailable, err.Error())
-	if withRetry, derr := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(unavailableRetryDelay)}); derr == nil {
+	return retryStatus(codes.Unavailable, err.Error(), unavailableRetryDelay)
+}
+
+// busy is the answer to a request over max_bytes_in_flight: 429 with
+// Retry-After, ResourceExhausted with RetryInfo.
+func busy() *status.Status {
+	return retryStatus(codes.ResourceExhausted, httpbody.ErrBusy.Error()+"; retry shortly", busyRetryDelay)
+}
+
+// retryStatus is a status telling the client to retry after delay.
+func retryStatus(code codes.Code, msg string, delay time.Duration) *status.Status {
+	st := status.New(code, msg)
+	if withRetry, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(delay)}); err == nil {
 		return withRetry
 	}
 	return st
