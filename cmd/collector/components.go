@@ -84,6 +84,7 @@ func providerSettings(uris ...string) otelcol.ConfigProviderSettings {
 		ProviderFactories: []confmap.ProviderFactory{
 			envprovider.NewFactory(), fileprovider.NewFactory(), yamlprovider.NewFactory(),
 			confmap.NewProviderFactory(func(confmap.ProviderSettings) confmap.Provider { return builtinProvider{} }),
+			confmap.NewProviderFactory(func(confmap.ProviderSettings) confmap.Provider { return newMemoryProvider() }),
 		},
 		DefaultScheme: "env",
 	}}
