@@ -28,23 +28,20 @@ const Attribute = "tracesift.tenant"
 // answers the tenant; other authenticators may too, see FromContext.
 const authAttribute = "tenant"
 
-type ctxKey struct{}
-
-// NewContext returns ctx carrying tenant t, for callers that authenticate
-// outside the Collector's interceptors (cmd/query) or read the tenant from
-// a message (distributed mode's samplers).
+// NewContext returns ctx whose client is authenticated as tenant t (its
+// client.Info keeps the address and metadata), for callers that
+// authenticate outside the Collector's interceptors (cmd/query) or read the
+// tenant from a message (distributed mode's samplers).
 func NewContext(ctx context.Context, t string) context.Context {
-	return context.WithValue(ctx, ctxKey{}, t)
+	info := client.FromContext(ctx)
+	info.Auth = authData(t)
+	return client.NewContext(ctx, info)
 }
 
-// FromContext returns the tenant of ctx: one NewContext set, else the
-// "tenant" attribute of the client's authentication data (the
-// tracesift_auth extension, or any authenticator answering it), else
-// Default.
+// FromContext returns the tenant of ctx: the "tenant" attribute of the
+// client's authentication data (NewContext, the tracesift_auth extension,
+// or any authenticator answering it), else Default.
 func FromContext(ctx context.Context) string {
-	if t, ok := ctx.Value(ctxKey{}).(string); ok && t != "" {
-		return t
-	}
 	if auth := client.FromContext(ctx).Auth; auth != nil {
 		if t, ok := auth.GetAttribute(authAttribute).(string); ok && t != "" {
 			return t
@@ -99,14 +96,6 @@ func (a authData) GetAttribute(name string) any {
 }
 
 func (authData) GetAttributeNames() []string { return []string{authAttribute} }
-
-// WithAuth returns ctx whose client.Info is authenticated as tenant t,
-// keeping the client's address and metadata.
-func WithAuth(ctx context.Context, t string) context.Context {
-	info := client.FromContext(ctx)
-	info.Auth = authData(t)
-	return client.NewContext(ctx, info)
-}
 
 // StampLogs stamps every resource of ld with the tenant of ctx: what a
 // receiver does with the logs of a request it authenticated.

@@ -83,9 +83,9 @@ func TestParseTokensRefuses(t *testing.T) {
 func TestContext(t *testing.T) {
 	ctx := context.Background()
 	assert.Equal(t, Default, FromContext(ctx))
-	assert.Equal(t, "a", FromContext(WithAuth(ctx, "a")))
+	assert.Equal(t, "a", FromContext(NewContext(ctx, "a")))
 	info := client.Info{Addr: addr("1.2.3.4:5")}
-	ctx = WithAuth(client.NewContext(ctx, info), "b")
+	ctx = NewContext(client.NewContext(ctx, info), "b")
 	assert.Equal(t, "b", FromContext(ctx))
 	assert.Equal(t, info.Addr, client.FromContext(ctx).Addr, "the client's address is kept")
 	assert.Equal(t, "c", FromContext(NewContext(ctx, "c")))

@@ -141,5 +141,5 @@ func (e *authExtension) Authenticate(ctx context.Context, headers map[string][]s
 		}
 		return ctx, err
 	}
-	return tenant.WithAuth(ctx, t), nil
+	return tenant.NewContext(ctx, t), nil
 }
