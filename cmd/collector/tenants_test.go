@@ -133,6 +133,16 @@ func TestTenants(t *testing.T) {
 	eventually(t, "team-b's own trace", func() bool { code, _ := fetch(tokenB, onlyB); return code == http.StatusOK })
 	code, _ = fetch(tokenA, onlyB)
 	assert.Equal(t, http.StatusNotFound, code, "another tenant's trace is not found")
+	// Basic credentials (Promtail, Grafana data sources): tenant and token.
+	for user, want := range map[string]int{"team-b": http.StatusOK, "": http.StatusOK, "team-a": http.StatusUnauthorized} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+ep.query+"/api/v1/traces/"+onlyB, nil)
+		require.NoError(t, err)
+		req.SetBasicAuth(user, tokenB)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, want, resp.StatusCode, "basic auth as %q with team-b's token", user)
+	}
 	code, body := tenantRequest(t, http.MethodGet, "http://"+ep.query+"/api/traces/"+onlyB, tokenA, "", "")
 	assert.Equal(t, http.StatusNotFound, code, "nor through the Jaeger API: %s", body)
 	code, body = tenantRequest(t, http.MethodGet, "http://"+ep.query+"/api/v1/traces?service=bank&lookback=1h", tokenA, "", "")

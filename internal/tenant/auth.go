@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net"
@@ -12,7 +13,7 @@ import (
 
 // Refusal reasons, as Authenticate's errors and their metric's attribute.
 var (
-	ErrNoToken      = errors.New("missing bearer token: send Authorization: Bearer <token>")
+	ErrNoToken      = errors.New("missing token: send Authorization: Bearer <token> (or Basic with the tenant and token as user and password)")
 	ErrInvalidToken = errors.New("invalid bearer token")
 )
 
@@ -118,13 +119,35 @@ func (a *Authenticator) Authenticate(headers map[string][]string, addr net.Addr)
 		return "", ErrNoToken
 	}
 	scheme, token, _ := strings.Cut(auth, " ")
-	if !strings.EqualFold(scheme, "Bearer") {
+	token = strings.TrimSpace(token)
+	user := ""
+	switch {
+	case strings.EqualFold(scheme, "Bearer"):
+	case strings.EqualFold(scheme, "Basic"):
+		// Clients with only basic auth (Promtail, Grafana data sources, the
+		// Collector's basicauth client) send the token as the password.
+		var ok bool
+		if user, token, ok = basicCredentials(token); !ok {
+			return "", ErrInvalidToken
+		}
+	default:
 		return "", ErrNoToken
 	}
-	if name, ok := a.tokens[sha256.Sum256([]byte(strings.TrimSpace(token)))]; ok {
-		return name, nil
+	name, ok := a.tokens[sha256.Sum256([]byte(token))]
+	if !ok || user != "" && user != name {
+		// A user name, when given, must be the token's tenant.
+		return "", ErrInvalidToken
 	}
-	return "", ErrInvalidToken
+	return name, nil
+}
+
+// basicCredentials decodes the user and password of Basic credentials.
+func basicCredentials(encoded string) (user, password string, ok bool) {
+	b, err := base64.StdEncoding.DecodeString(encoded)
+	if err != nil {
+		return "", "", false
+	}
+	return strings.Cut(string(b), ":")
 }
 
 func (a *Authenticator) trusted(addr net.Addr) bool {

@@ -2,6 +2,7 @@ package tenant
 
 import (
 	"context"
+	"encoding/base64"
 	"net"
 	"testing"
 
@@ -12,6 +13,10 @@ import (
 )
 
 const tokA, tokB = "aaaaaaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbbbbbb"
+
+func basic(user, password string) map[string][]string {
+	return map[string][]string{"Authorization": {"Basic " + base64.StdEncoding.EncodeToString([]byte(user+":"+password))}}
+}
 
 func addr(s string) net.Addr { a, _ := net.ResolveTCPAddr("tcp", s); return a }
 
@@ -28,7 +33,14 @@ func TestAuthenticateTokens(t *testing.T) {
 		{map[string][]string{"authorization": {"bearer " + tokB}}, "team-b", nil}, // gRPC metadata
 		{map[string][]string{"Authorization": {"Bearer cccccccccccccccccccc"}}, "team-a", nil},
 		{map[string][]string{}, "", ErrNoToken},
-		{map[string][]string{"Authorization": {"Basic " + tokA}}, "", ErrNoToken},
+		{map[string][]string{"Authorization": {"Token " + tokA}}, "", ErrNoToken},
+		// Basic: the token is the password; a user, when given, is its tenant.
+		{basic("team-a", tokA), "team-a", nil},
+		{basic("", tokB), "team-b", nil},
+		{basic("team-b", tokA), "", ErrInvalidToken},
+		{basic("team-a", tokA+"x"), "", ErrInvalidToken},
+		{map[string][]string{"Authorization": {"Basic " + tokA}}, "", ErrInvalidToken}, // not base64 of user:password
+		{map[string][]string{"Authorization": {"Basic !!!"}}, "", ErrInvalidToken},
 		{map[string][]string{"Authorization": {"Bearer " + tokA + "x"}}, "", ErrInvalidToken},
 		// Without trusted proxies, X-Scope-OrgID is not a way in.
 		{map[string][]string{"X-Scope-OrgID": {"team-b"}}, "", ErrNoToken},

@@ -39,7 +39,8 @@ import (
 type Config struct {
 	// Tokens maps bearer tokens to tenants, "tenant=token,tenant=token,…";
 	// a tenant may have several tokens. When set, a request without one of
-	// them is refused (401 / Unauthenticated). Empty: every request is the
+	// them (as a bearer token, or the password of basic credentials whose
+	// user is empty or the tenant) is refused (401 / Unauthenticated). Empty: every request is the
 	// tenant "default" (or, from a trusted proxy, its X-Scope-OrgID).
 	Tokens configopaque.String `mapstructure:"tokens"`
 	// TrustedProxies are the addresses or CIDR prefixes of proxies that

@@ -60,7 +60,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.TracesiftAuthRefused, err = builder.meter.Int64Counter(
 		"otelcol_tracesift_auth_refused",
-		metric.WithDescription("Requests refused (HTTP 401, gRPC Unauthenticated), by reason (no_token: no bearer token; invalid_token: a token of no tenant; bad_org_id: a trusted proxy's X-Scope-OrgID is not a tenant name). [Development]"),
+		metric.WithDescription("Requests refused (HTTP 401, gRPC Unauthenticated), by reason (no_token: no bearer token or basic credentials; invalid_token: a token of no tenant; bad_org_id: a trusted proxy's X-Scope-OrgID is not a tenant name). [Development]"),
 		metric.WithUnit("{request}"),
 	)
 	errs = errors.Join(errs, err)

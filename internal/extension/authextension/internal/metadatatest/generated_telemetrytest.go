@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) extension.Settings {
 func AssertEqualTracesiftAuthRefused(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_tracesift_auth_refused",
-		Description: "Requests refused (HTTP 401, gRPC Unauthenticated), by reason (no_token: no bearer token; invalid_token: a token of no tenant; bad_org_id: a trusted proxy's X-Scope-OrgID is not a tenant name). [Development]",
+		Description: "Requests refused (HTTP 401, gRPC Unauthenticated), by reason (no_token: no bearer token or basic credentials; invalid_token: a token of no tenant; bad_org_id: a trusted proxy's X-Scope-OrgID is not a tenant name). [Development]",
 		Unit:        "{request}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
