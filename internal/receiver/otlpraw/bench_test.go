@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/tap"
 
 	"github.com/tracesift/tracesift/internal/otlpwire"
 	"github.com/tracesift/tracesift/internal/tailsampler"
@@ -165,5 +166,26 @@ func BenchmarkPdataUnmarshal(b *testing.B) {
 		if err := req.UnmarshalProto(body); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkGRPCReceptionGuard is what every gRPC export stream adds for
+// max_bytes_in_flight and the read timeout: the tap's guard, then its
+// release once the request has arrived, under a context like the
+// transport's.
+func BenchmarkGRPCReceptionGuard(b *testing.B) {
+	r, _ := startBenchReceiver(b)
+	info := &tap.Info{FullMethodName: traceExportMethod}
+	b.ReportAllocs()
+	for b.Loop() {
+		parent, cancel := context.WithCancel(context.Background())
+		ctx, err := r.tapGRPC(parent, info)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.received(ctx, signalTraces, nil); err != nil {
+			b.Fatal(err)
+		}
+		cancel()
 	}
 }

@@ -62,8 +62,11 @@ type Config struct {
 	// handled, until each request is answered: many slow or large requests,
 	// each within its size limit, cannot add up to more. A request that
 	// would pass it is answered 429 with Retry-After (gRPC
-	// ResourceExhausted with RetryInfo), which OTLP clients retry. Default
-	// 268435456 (256 MiB); 0: no bound.
+	// ResourceExhausted with RetryInfo), which OTLP clients retry. A gRPC
+	// stream holds 16 KiB of it from its opening until its message has
+	// arrived (gRPC does not tell how much of a message has), so new streams
+	// are refused the same way while it is full. Default 268435456
+	// (256 MiB); 0: no bound.
 	MaxBytesInFlight int64 `mapstructure:"max_bytes_in_flight"`
 
 	// prevent unkeyed literal initialization
@@ -78,7 +81,9 @@ type Protocols struct {
 	// (endpoint, tls, keepalive, auth, max_recv_msg_size_mib, middlewares, …).
 	// Defaults: endpoint localhost:4317, max_recv_msg_size_mib 16 (larger
 	// messages are refused with ResourceExhausted by gRPC itself),
-	// read_buffer_size 524288.
+	// read_buffer_size 524288. An export request whose message has not
+	// arrived in full (half-close included) within 1 minute of its stream
+	// opening is aborted with DeadlineExceeded, as HTTP's read_timeout.
 	GRPC configoptional.Optional[configgrpc.ServerConfig] `mapstructure:"grpc"`
 
 	// HTTP is the OTLP/HTTP server: the Collector's HTTP server settings

@@ -80,6 +80,9 @@ func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) {
 func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	switch m := v.(type) {
 	case *rawMessage:
+		// A second message (a unary call checks there is none) must not
+		// leak the first one's buffer.
+		m.free()
 		// A message of one buffer is referenced, not copied; one read in
 		// several frames is gathered into a buffer of requestPool.
 		m.buf = data.MaterializeToBuffer(&receivedRequests)
@@ -102,6 +105,8 @@ func (rawCodec) Name() string { return proto.Name }
 type grpcExporter interface {
 	exportTracesGRPC(ctx context.Context, req *rawMessage) (any, error)
 	exportLogsGRPC(ctx context.Context, req *rawMessage) (any, error)
+	// received is told when reading a request returned (see grpcrecv.go).
+	received(ctx context.Context, sig signal, decErr error) error
 }
 
 // traceServiceDesc is TraceService with a handler that decodes the request
@@ -123,26 +128,30 @@ var logsServiceDesc = grpc.ServiceDesc{
 }
 
 func traceExportHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	return unaryRaw(srv, ctx, dec, interceptor, traceExportMethod, grpcExporter.exportTracesGRPC)
+	return unaryRaw(srv, ctx, dec, interceptor, traceExportMethod, signalTraces, grpcExporter.exportTracesGRPC)
 }
 
 func logsExportHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	return unaryRaw(srv, ctx, dec, interceptor, logsExportMethod, grpcExporter.exportLogsGRPC)
+	return unaryRaw(srv, ctx, dec, interceptor, logsExportMethod, signalLogs, grpcExporter.exportLogsGRPC)
 }
 
 // unaryRaw is what protoc-gen-go-grpc generates for a unary method, with a
 // rawMessage as the request: decode, then run the interceptors (client
 // info, auth, middlewares) around the export. The received bytes go back to
-// gRPC's pool when the call returns, hence "must not retain req".
+// gRPC's pool when the call returns, hence "must not retain req". dec
+// returns once the client has sent the whole request and half-closed: only
+// then does the read timeout stop, before interceptors (auth) run.
 func unaryRaw(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor,
-	method string, export func(grpcExporter, context.Context, *rawMessage) (any, error),
+	method string, sig signal, export func(grpcExporter, context.Context, *rawMessage) (any, error),
 ) (any, error) {
 	in := &rawMessage{}
-	if err := dec(in); err != nil {
+	e := srv.(grpcExporter)
+	if err := e.received(ctx, sig, dec(in)); err != nil {
+		// dec may have failed after decoding (no half-close).
+		in.free()
 		return nil, err
 	}
 	defer in.free()
-	e := srv.(grpcExporter)
 	if interceptor == nil {
 		return export(e, ctx, in)
 	}
@@ -164,6 +173,7 @@ func (r *otlpRaw) take(ctx context.Context, sig signal, req *rawMessage) *status
 	}
 	st := busy()
 	r.record(ctx, sig, transportGRPC, st, nil)
+	r.explain(ctx, rejectBusy, sig, transportGRPC, st.Message(), nil)
 	return st
 }
 

@@ -54,6 +54,8 @@ type fakeSampler struct {
 	// it sends on entered, then waits for release to be closed.
 	entered chan struct{}
 	release chan struct{}
+	// heldCtxErrs are the context errors of held calls once released.
+	heldCtxErrs []error
 }
 
 // hold makes the next calls of ConsumeRawTraces wait for release after
@@ -89,7 +91,7 @@ func (f *fakeSampler) Shutdown(context.Context) error {
 	return nil
 }
 
-func (f *fakeSampler) ConsumeRawTraces(_ context.Context, req []byte) error {
+func (f *fakeSampler) ConsumeRawTraces(ctx context.Context, req []byte) error {
 	f.mu.Lock()
 	if f.started == 0 || f.stopped != 0 {
 		f.problems = append(f.problems, fmt.Sprintf("ConsumeRawTraces with started=%d stopped=%d", f.started, f.stopped))
@@ -116,6 +118,9 @@ func (f *fakeSampler) ConsumeRawTraces(_ context.Context, req []byte) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if entered != nil {
+		f.heldCtxErrs = append(f.heldCtxErrs, ctx.Err())
+	}
 	f.reqs = append(f.reqs, bytes.Clone(req))
 	return f.err
 }
@@ -169,6 +174,8 @@ type testEnv struct {
 type envOptions struct {
 	config  func(*Config)
 	sampler *fakeSampler
+	// receiver, when set, adjusts the receiver before it starts.
+	receiver func(*otlpRaw)
 }
 
 func newEnv(t testing.TB, opts envOptions) *testEnv {
@@ -196,6 +203,9 @@ func newEnv(t testing.TB, opts envOptions) *testEnv {
 	require.NoError(t, err)
 	require.Same(t, tr, lr, "traces and logs must share one receiver")
 	e.r = tr.(*otlpRaw)
+	if opts.receiver != nil {
+		opts.receiver(e.r)
+	}
 
 	require.NoError(t, e.r.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() {

@@ -2,7 +2,6 @@ package otlpraw
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"mime"
@@ -148,7 +147,7 @@ func (r *otlpRaw) checkRequest(w http.ResponseWriter, req *http.Request, sig sig
 	ctx := req.Context()
 	if req.Method != http.MethodPost {
 		msg := fmt.Sprintf("%d method not allowed, supported: [POST]", http.StatusMethodNotAllowed)
-		r.reject(ctx, rejectUnsupported, sig, msg, req)
+		r.reject(ctx, rejectUnsupported, sig, transportHTTP, msg, req)
 		w.Header().Set("Allow", http.MethodPost)
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		writeResponse(w, "text/plain; charset=utf-8", http.StatusMethodNotAllowed, []byte(msg))
@@ -158,7 +157,7 @@ func (r *otlpRaw) checkRequest(w http.ResponseWriter, req *http.Request, sig sig
 	if !ok {
 		msg := fmt.Sprintf("%d unsupported media type %q, supported: [%s, %s]", http.StatusUnsupportedMediaType,
 			req.Header.Get("Content-Type"), jsonContentType, pbContentType)
-		r.reject(ctx, rejectUnsupported, sig, msg, req)
+		r.reject(ctx, rejectUnsupported, sig, transportHTTP, msg, req)
 		// msg quotes the client's Content-Type: never let a browser sniff it.
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		writeResponse(w, "text/plain; charset=utf-8", http.StatusUnsupportedMediaType, []byte(msg))
@@ -188,6 +187,7 @@ func (r *otlpRaw) readBody(w http.ResponseWriter, req *http.Request, sig signal,
 	case errors.Is(err, httpbody.ErrBusy):
 		st := busy()
 		r.record(req.Context(), sig, transportHTTP, st, req)
+		r.explain(req.Context(), rejectBusy, sig, transportHTTP, st.Message(), req)
 		writeStatus(w, enc, http.StatusTooManyRequests, st)
 		return nil, false
 	}
@@ -208,7 +208,7 @@ func (r *otlpRaw) tooLarge(w http.ResponseWriter, req *http.Request, sig signal,
 		who = fmt.Sprintf("a middleware of receiver %s (`protocols::http::middlewares`)", r.set.ID)
 	}
 	msg := httpbody.TooLargeMessage("the body", limit, who)
-	r.reject(req.Context(), rejectTooLarge, sig, msg, req)
+	r.reject(req.Context(), rejectTooLarge, sig, transportHTTP, msg, req)
 	if req.ProtoMajor == 1 {
 		// The rest of the body may still be on the wire: closing is
 		// cheaper than draining it. Not on HTTP/2, where it would send
@@ -216,13 +216,6 @@ func (r *otlpRaw) tooLarge(w http.ResponseWriter, req *http.Request, sig signal,
 		w.Header().Set("Connection", "close")
 	}
 	writeStatus(w, enc, http.StatusRequestEntityTooLarge, status.New(codes.InvalidArgument, msg))
-}
-
-// reject counts a request refused as the client's fault and explains the
-// first of its kind.
-func (r *otlpRaw) reject(ctx context.Context, why rejection, sig signal, msg string, req *http.Request) {
-	r.tel.TracesiftReceiverRequests.Add(ctx, 1, r.tel.requestAttrs[sig][transportHTTP][outcomeMalformed]...)
-	r.explain(ctx, why, sig, transportHTTP, msg, req)
 }
 
 // withHTTPErrorHandler makes the errors confighttp answers itself

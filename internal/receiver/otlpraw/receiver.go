@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
@@ -64,7 +65,15 @@ type otlpRaw struct {
 
 	// bodies recycles HTTP request buffers: the sampler does not retain
 	// the request, so a buffer is free again once the answer is decided.
+	// Its Budget is max_bytes_in_flight, for gRPC requests too.
 	bodies httpbody.Pool
+
+	// grpcReadTimeout bounds the time from a gRPC export stream's opening
+	// to its whole request having arrived (httpbody.ReadTimeout).
+	grpcReadTimeout time.Duration
+	// inReception counts the gRPC export streams whose request has not
+	// arrived yet (each holding streamReserve).
+	inReception atomic.Int64
 
 	// warned keeps each kind of rejection to one explanatory log line per
 	// receiver; otelcol_tracesift_receiver_requests counts them all.
@@ -86,7 +95,7 @@ func newOTLPRaw(cfg *Config, set receiver.Settings) (*otlpRaw, error) {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	r := &otlpRaw{cfg: cfg, set: set, logger: logger, tel: tel}
+	r := &otlpRaw{cfg: cfg, set: set, logger: logger, tel: tel, grpcReadTimeout: httpbody.ReadTimeout}
 	r.bodies.Budget = httpbody.NewBudget(cfg.MaxBytesInFlight)
 	return r, nil
 }
@@ -137,7 +146,9 @@ func (r *otlpRaw) startGRPC(ctx context.Context, host component.Host) error {
 		configgrpc.WithGrpcServerOption(grpc.ForceServerCodecV2(newRawCodec())),
 		configgrpc.WithGrpcServerOption(experimental.BufferPool(&receivedRequests)),
 		configgrpc.WithGrpcServerOption(grpc.StaticStreamWindowSize(grpcStreamWindow)),
-		configgrpc.WithGrpcServerOption(grpc.StaticConnWindowSize(grpcConnWindow)))
+		configgrpc.WithGrpcServerOption(grpc.StaticConnWindowSize(grpcConnWindow)),
+		// Not a stats handler: the stream's reader does not see TagRPC's context.
+		configgrpc.WithGrpcServerOption(grpc.InTapHandle(r.tapGRPC)))
 	if err != nil {
 		return err
 	}
@@ -285,13 +296,16 @@ func (r *otlpRaw) record(ctx context.Context, sig signal, tr transport, st *stat
 	}
 }
 
-// rejection is why a request was refused as the client's fault.
+// rejection is why a request was refused or cut off.
 type rejection int
 
 const (
-	rejectMalformed   rejection = iota // not a valid OTLP request
-	rejectTooLarge                     // over max_request_body_size
-	rejectUnsupported                  // HTTP method or Content-Type
+	rejectMalformed    rejection = iota // not a valid OTLP request
+	rejectTooLarge                      // over max_request_body_size
+	rejectUnsupported                   // HTTP method or Content-Type
+	rejectTooLargeGRPC                  // over max_recv_msg_size_mib
+	rejectBusy                          // max_bytes_in_flight full
+	rejectReadTimeout                   // gRPC request not in within the read timeout
 	numRejections
 )
 
@@ -302,11 +316,29 @@ var rejectionText = [numRejections]string{
 		"`protocols::http::max_request_body_size`.",
 	rejectUnsupported: "Rejected an OTLP/HTTP request with an unsupported method (405) or Content-Type (415): " +
 		"OTLP/HTTP is POST with application/x-protobuf or application/json.",
+	rejectTooLargeGRPC: "Rejected an oversized OTLP/gRPC request with ResourceExhausted: lower the exporter's " +
+		"batch size or raise `protocols::grpc::max_recv_msg_size_mib`.",
+	rejectBusy: "Refused an OTLP request (HTTP 429 / gRPC ResourceExhausted, retried by the client after a " +
+		"delay): the requests in flight hold `max_bytes_in_flight`. If this persists, raise it or find what " +
+		"holds requests (a slow pipeline behind the receiver, slow clients).",
+	rejectReadTimeout: "Aborted an OTLP/gRPC request whose message had not arrived in full within the read " +
+		"timeout (client answered DeadlineExceeded, its bytes dropped): the client or its network is too slow " +
+		"for its batch size, or it stopped sending.",
+}
+
+// rejectionOutcome is the outcome each rejection is counted under.
+var rejectionOutcome = [numRejections]outcome{
+	rejectMalformed:    outcomeMalformed,
+	rejectTooLarge:     outcomeMalformed,
+	rejectUnsupported:  outcomeMalformed,
+	rejectTooLargeGRPC: outcomeMalformed,
+	rejectBusy:         outcomeRefused,
+	rejectReadTimeout:  outcomeError,
 }
 
 // explain logs the first rejection of each kind; the rest are counted in
-// otelcol_tracesift_receiver_requests{outcome="malformed"} only, so a
-// broken client cannot flood the log.
+// otelcol_tracesift_receiver_requests only, so a broken client cannot flood
+// the log.
 func (r *otlpRaw) explain(ctx context.Context, why rejection, sig signal, tr transport, msg string, hr *http.Request) {
 	if !r.warned[why].CompareAndSwap(false, true) {
 		return
@@ -322,5 +354,13 @@ func (r *otlpRaw) explain(ctx context.Context, why rejection, sig signal, tr tra
 		fields = append(fields, zap.String("remote_addr", p.Addr.String()))
 	}
 	r.logger.Warn(rejectionText[why]+" Further ones are only counted in "+
-		"otelcol_tracesift_receiver_requests{outcome=\"malformed\"} (this message is logged once).", fields...)
+		"otelcol_tracesift_receiver_requests{outcome=\""+outcomeNames[rejectionOutcome[why]]+
+		"\"} (this message is logged once).", fields...)
+}
+
+// reject counts a request refused as the client's fault and explains the
+// first of its kind. req is the HTTP request, nil for gRPC.
+func (r *otlpRaw) reject(ctx context.Context, why rejection, sig signal, tr transport, msg string, req *http.Request) {
+	r.tel.TracesiftReceiverRequests.Add(ctx, 1, r.tel.requestAttrs[sig][tr][rejectionOutcome[why]]...)
+	r.explain(ctx, why, sig, tr, msg, req)
 }
