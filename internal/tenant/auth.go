@@ -14,7 +14,7 @@ import (
 // Refusal reasons, as Authenticate's errors and their metric's attribute.
 var (
 	ErrNoToken      = errors.New("missing token: send Authorization: Bearer <token> (or Basic with the tenant and token as user and password)")
-	ErrInvalidToken = errors.New("invalid bearer token")
+	ErrInvalidToken = errors.New("invalid token")
 )
 
 // validName is what a tenant may be called: it names rows and appears in
