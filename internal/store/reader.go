@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"fmt"
@@ -75,11 +76,12 @@ type Reader struct {
 	conn Conn
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
-	spans, logs, findings, summary, logSearch   string
-	logsKept, resources                         string
+	spans, summary, logSearch, logsKept         string
 	traceSearch, services, operations, redQuery string
 	redTallies, dependencies, clockPairs        string
 	spansTable                                  string // qualified with the database
+	// The trace's window without and with the part that reads resources.
+	window, windowResources string
 
 	// Resources read, by tenant and id. An id is a hash of the resource's
 	// entries (and tenant), so what it names never changes.
@@ -115,12 +117,11 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	}
 	limited := func(q string) string { return withQueryLimits(q, cfg) }
 	return &Reader{conn: conn, cfg: cfg,
-		spans: limited(Query("trace_spans", db)),
-		logs:  limited(Query("trace_logs", db)), findings: limited(Query("trace_findings", db)),
-		summary:   limited(Query("findings_summary", db)),
+		spans: limited(Query("trace_spans", db)), summary: limited(Query("findings_summary", db)),
 		logSearch: limited(Query("logs_search", db)), logsKept: limited(Query("logs_kept", db)),
-		resources:   limited(Query("trace_resources", db)),
-		traceSearch: limited(Query("traces_search", db)), services: limited(Query("services", db)),
+		window:          limited(strings.ReplaceAll(Query("trace_window", db), "${resources}", "")),
+		windowResources: limited(strings.ReplaceAll(Query("trace_window", db), "${resources}", Query("fragments/trace_resources", db))),
+		traceSearch:     limited(Query("traces_search", db)), services: limited(Query("services", db)),
 		operations: limited(Query("operations", db)),
 		redQuery:   limited(redQuery("red", db)), redTallies: limited(redQuery("red_tallies", db)),
 		dependencies: limited(Query("dependencies", db)), clockPairs: limited(Query("clock_pairs", db)),
@@ -142,8 +143,15 @@ func withQueryLimits(q string, cfg ReaderConfig) string {
 }
 
 // GetTrace returns the trace's spans, logs, findings and clock offsets, or
-// ErrNotFound. The reads after the spans' are bounded by the trace's time
-// window. Its slices and maps are empty, not nil, when there is nothing.
+// ErrNotFound, in two statements: its spans (queries/trace_spans.sql), then
+// what their time window holds (trace_window.sql), with the resources the
+// reader's cache lacks. Its slices and maps are empty, not nil, when there
+// is nothing.
+//
+// Two, not one: one statement could bound its reads of logs and findings by
+// the spans' window only through a scalar subquery, which reads the trace's
+// spans again and is planned again wherever it is named: measured, slower
+// than a second statement.
 func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, error) {
 	if !ValidTraceID(traceID) {
 		return nil, fmt.Errorf("trace id %q: want 32 lowercase hex characters", traceID)
@@ -157,10 +165,11 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 			t.Truncated = true
 			return nil
 		}
-		var row spanRow
+		var row traceSpanRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
+		row.SpanID, row.ParentSpanID = splitIDs(row.IDs)
 		t.Spans = append(t.Spans, row.span())
 		resourceIDs = append(resourceIDs, row.ResourceID)
 		return nil
@@ -170,9 +179,6 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	}
 	if len(t.Spans) == 0 {
 		return nil, ErrNotFound
-	}
-	if err := r.setResources(ctx, tn, t.Spans, resourceIDs); err != nil {
-		return nil, fmt.Errorf("reading the resources of trace %s: %w", traceID, err)
 	}
 	// The trace's window: from its first span's start to its last end.
 	startNs, endNs := int64(t.Spans[0].StartUnixNano), int64(0)
@@ -186,117 +192,174 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 			hosts[s.Host] = true
 		}
 	}
-	lp := Params{"trace_id": traceID, "tenant": tn, "from_ns": startNs - w, "to_ns": endNs + w, "limit": uint64(r.cfg.MaxLogs),
+	p := Params{"trace_id": traceID, "tenant": tn, "from_ns": startNs - w, "to_ns": endNs + w, "max_logs": uint64(r.cfg.MaxLogs),
 		"hosts": strings.Join(slices.Sorted(maps.Keys(hosts)), "\n")}
-	err = r.conn.Query(ctx, r.logs, lp, func(b []byte) error {
-		var row logRow
+	res := r.cachedResources(tn, resourceIDs)
+	query := r.window
+	if missing := res.missing(); missing != "" {
+		query, p["resource_ids"] = r.windowResources, missing
+	}
+	var read map[uint64]map[string]string // resources
+	seen := map[string]bool{}             // findings and offsets, by their row
+	err = r.conn.Query(ctx, query, p, func(b []byte) error {
+		var row windowRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
-		t.Logs = append(t.Logs, row.log())
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the logs of trace %s: %w", traceID, err)
-	}
-	err = r.conn.Query(ctx, r.findings, lp, func(b []byte) error {
-		var row struct {
-			Clock    int      `json:"clock"`
-			Kind     string   `json:"kind"`
-			SpanIDs  []string `json:"span_ids"`
-			Service  string   `json:"service"`
-			Subject  string   `json:"subject"`
-			Value    float64  `json:"value"`
-			Summary  string   `json:"summary"`
-			Host     string   `json:"host"`
-			HostB    string   `json:"host_b"`
-			OffsetNs int64    `json:"offset_ns"`
-			Samples  int      `json:"samples"`
-		}
-		if err := json.Unmarshal(b, &row); err != nil {
-			return err
-		}
-		switch row.Clock {
-		case 1:
-			t.ClockOffsets[row.Host] = row.OffsetNs
+		switch row.Part {
+		case partLog:
+			t.Logs = append(t.Logs, row.log())
 			return nil
-		case 2:
-			t.SkewedPairs = append(t.SkewedPairs, model.ClockPair{A: row.Host, B: row.HostB, OffsetNanos: row.OffsetNs,
-				Samples: row.Samples})
-			return nil
-		}
-		if row.SpanIDs == nil {
-			row.SpanIDs = []string{}
-		}
-		t.Findings = append(t.Findings, model.Finding{TraceID: traceID, Kind: row.Kind, SpanIDs: row.SpanIDs,
-			Service: row.Service, Subject: row.Subject, Value: row.Value, Summary: row.Summary})
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("reading the findings and clock offsets of trace %s: %w", traceID, err)
-	}
-	return t, nil
-}
-
-// setResources gives each span the resource its row names (ids[i] for
-// spans[i]; 0 for rows that carry theirs), of tenant tn, from the cache or
-// the resources table. Spans of one resource share one copy of it.
-func (r *Reader) setResources(ctx context.Context, tn string, spans []model.Span, ids []uint64) error {
-	found := map[uint64]map[string]string{}
-	var missing []uint64
-	r.resMu.Lock()
-	for _, id := range ids {
-		if _, ok := found[id]; ok || id == 0 {
-			continue
-		}
-		m, ok := r.resCache[resourceKey{tn, id}]
-		if !ok {
-			missing = append(missing, id)
-		}
-		found[id] = m
-	}
-	r.resMu.Unlock()
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		list := make([]string, len(missing))
-		for i, id := range missing {
-			list[i] = strconv.FormatUint(id, 10)
-		}
-		read := map[uint64]map[string]string{}
-		err := r.conn.Query(ctx, r.resources, Params{"ids": strings.Join(list, ","), "tenant": tn}, func(b []byte) error {
-			var row struct {
-				ResourceID uint64            `json:"resource_id"`
-				Attributes map[string]string `json:"attributes"`
-			}
-			if err := json.Unmarshal(b, &row); err != nil {
-				return err
+		case partResource:
+			if read == nil {
+				read = map[uint64]map[string]string{}
 			}
 			read[row.ResourceID] = nonNil(row.Attributes)
 			return nil
-		})
-		if err != nil {
-			return err
+		case partFinding, partClockOffset:
+			if seen[string(b)] {
+				return nil
+			}
+			seen[string(b)] = true
 		}
+		switch row.Part {
+		case partFinding:
+			if row.SpanIDs == nil {
+				row.SpanIDs = []string{}
+			}
+			t.Findings = append(t.Findings, model.Finding{TraceID: traceID, Kind: row.Kind, SpanIDs: row.SpanIDs,
+				Service: row.Service, Subject: row.Subject, Value: row.Value, Summary: row.Body})
+		case partClockOffset:
+			t.ClockOffsets[row.Host] = row.OffsetNs
+		case partSkewedPair:
+			t.SkewedPairs = append(t.SkewedPairs, model.ClockPair{A: row.Host, B: row.HostB, OffsetNanos: row.OffsetNs,
+				Samples: row.Samples})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading the logs, findings and clock offsets of trace %s: %w", traceID, err)
+	}
+	// The parts of one statement come in any order, and so may their rows.
+	slices.SortStableFunc(t.Logs, func(a, b model.Log) int {
+		return cmp.Or(cmp.Compare(a.TimeUnixNano, b.TimeUnixNano), cmp.Compare(a.ObservedTimeUnixNano, b.ObservedTimeUnixNano))
+	})
+	slices.SortStableFunc(t.Findings, func(a, b model.Finding) int {
+		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(b.Value, a.Value))
+	})
+	slices.SortFunc(t.SkewedPairs, func(a, b model.ClockPair) int {
+		return cmp.Or(strings.Compare(a.A, b.A), strings.Compare(a.B, b.B))
+	})
+	r.setResources(tn, t.Spans, resourceIDs, res, read)
+	return t, nil
+}
+
+// The parts of queries/trace_window.sql's rows.
+const (
+	partLog = iota
+	partFinding
+	partClockOffset
+	partSkewedPair
+	partResource
+)
+
+// traceSpanRow is a row of queries/trace_spans.sql: the span's and its
+// parent's ids come as one hex string.
+type traceSpanRow struct {
+	spanRow
+	IDs string `json:"ids"`
+}
+
+// splitIDs returns the span id and the parent's of ids as trace_spans.sql
+// reads them (hex, the parent's zeros for none), lowercase.
+func splitIDs(ids string) (span, parent string) {
+	ids = strings.ToLower(ids)
+	if len(ids) != 32 {
+		return ids, ""
+	}
+	span, parent = ids[:16], ids[16:]
+	if parent == "0000000000000000" {
+		parent = ""
+	}
+	return span, parent
+}
+
+// windowRow is a row of queries/trace_window.sql: a log line, a finding, a
+// clock offset, a skewed pair or a resource, by Part.
+type windowRow struct {
+	Part int `json:"part"`
+	logRow
+	Kind       string   `json:"kind"`
+	SpanIDs    []string `json:"span_ids"`
+	Subject    string   `json:"subject"`
+	Value      float64  `json:"value"`
+	HostB      string   `json:"host_b"`
+	OffsetNs   int64    `json:"offset_ns"`
+	Samples    int      `json:"samples"`
+	ResourceID uint64   `json:"resource_id"`
+}
+
+// spanResources are the resources of a trace's spans that the reader's cache
+// has (nil for those it lacks), by id.
+type spanResources map[uint64]map[string]string
+
+// missing is the ids of res that the cache lacks, as
+// fragments/trace_resources.sql takes them: decimal, sorted, joined by
+// commas; "" for none.
+func (res spanResources) missing() string {
+	var ids []uint64
+	for id, m := range res {
+		if m == nil {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = strconv.FormatUint(id, 10)
+	}
+	return strings.Join(list, ",")
+}
+
+// cachedResources looks up the resources that ids name (0 for rows that
+// carry theirs), of tenant tn, in the cache.
+func (r *Reader) cachedResources(tn string, ids []uint64) spanResources {
+	res := spanResources{}
+	r.resMu.Lock()
+	defer r.resMu.Unlock()
+	for _, id := range ids {
+		if _, ok := res[id]; ok || id == 0 {
+			continue
+		}
+		res[id] = r.resCache[resourceKey{tn, id}]
+	}
+	return res
+}
+
+// setResources gives each span the resource its row names (ids[i] for
+// spans[i]), from res or, for those res lacks, read, which it caches; a
+// resource neither has is empty. Spans of one resource share one copy of it.
+func (r *Reader) setResources(tn string, spans []model.Span, ids []uint64, res spanResources, read map[uint64]map[string]string) {
+	if len(read) > 0 {
 		r.resMu.Lock()
 		if r.resCache == nil || len(r.resCache)+len(read) > maxCachedResources {
 			r.resCache = make(map[resourceKey]map[string]string, len(read))
 		}
 		for id, m := range read {
 			r.resCache[resourceKey{tn, id}] = m
-			found[id] = m
+			res[id] = m
 		}
 		r.resMu.Unlock()
 	}
-	for id, m := range found {
+	for id, m := range res {
 		// The cache's maps are never handed out: the trace gets a copy.
-		found[id] = maps.Clone(nonNil(m))
+		res[id] = maps.Clone(nonNil(m))
 	}
 	for i, id := range ids {
 		if id != 0 {
-			spans[i].Resource = found[id]
+			spans[i].Resource = res[id]
 		}
 	}
-	return nil
 }
 
 func (row spanRow) span() model.Span {

@@ -67,13 +67,14 @@ func TestSchemaStatements(t *testing.T) {
 }
 
 func TestQueriesSnapshot(t *testing.T) {
-	for _, name := range []string{"trace_spans", "trace_logs", "trace_findings"} {
+	for _, name := range []string{"trace_spans", "trace_window"} {
 		q := Query(name, "tsdb")
 		assert.Contains(t, q, "tsdb.", name)
 		assert.Contains(t, q, "{trace_id:String}", "%s reads one trace by a bound parameter", name)
 		assert.NotContains(t, q, "${db}")
 	}
-	assert.Contains(t, Query("trace_logs", "tsdb"), "fromUnixTimestamp64Nano({from_ns:Int64})", "the trace's other reads are bounded by its window")
+	assert.Contains(t, Query("trace_window", "tsdb"), "fromUnixTimestamp64Nano({from_ns:Int64})", "the trace's other reads are bounded by its window")
+	assert.Equal(t, 1, strings.Count(Query("trace_window", "tsdb"), "${resources}"), "one slot for the resources the cache lacks")
 	search := Query("logs_search", "tsdb")
 	assert.Equal(t, 1, strings.Count(search, "${conditions}"), "one slot for the word and attribute conditions")
 	assert.Contains(t, search, "fromUnixTimestamp64Nano({start_ns:Int64})", "searches are bounded by time")

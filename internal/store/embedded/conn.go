@@ -130,6 +130,9 @@ func Open(dataDir string) (*Conn, error) {
 
 func (c *Conn) run(query string, out func([]byte) error) error {
 	if err := c.session.query(query, "JSONEachRow", out); err != nil {
+		// The engine keeps the rows a failed statement had output (a part of
+		// a UNION ALL) and hands them out with the next statement's: drain.
+		_ = c.session.query("SELECT 1", "JSONEachRow", nil)
 		return fmt.Errorf("chdb: %w", err)
 	}
 	return nil

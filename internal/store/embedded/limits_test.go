@@ -88,3 +88,18 @@ func TestQueryTimeLimit(t *testing.T) {
 	assert.True(t, store.IsQueryLimit(err), "%v", err)
 	assert.Less(t, time.Since(start), 30*time.Second, "stopped near its limit, not run to the end")
 }
+
+// A statement that fails after a part of it output rows leaves none of them
+// to the next statement.
+func TestFailedStatementLeavesNoRows(t *testing.T) {
+	ctx := context.Background()
+	err := conn.Query(ctx, "SELECT count() AS n FROM numbers(1000000000000) UNION ALL SELECT 1 SETTINGS max_execution_time = 0.3",
+		nil, func([]byte) error { return nil })
+	require.Error(t, err)
+	var rows []string
+	require.NoError(t, conn.Query(ctx, "SELECT 42 AS b", nil, func(b []byte) error {
+		rows = append(rows, string(b))
+		return nil
+	}))
+	assert.Equal(t, []string{`{"b":42}`}, rows)
+}

@@ -1,0 +1,216 @@
+package embedded
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/model"
+	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/tenant"
+)
+
+// statementCounter counts the statements run through it.
+type statementCounter struct {
+	store.Conn
+	n atomic.Int64
+}
+
+func (c *statementCounter) Query(ctx context.Context, query string, p store.Params, row func([]byte) error) error {
+	c.n.Add(1)
+	return c.Conn.Query(ctx, query, p, row)
+}
+
+// getTraceBase is when the traces of these tests start.
+var getTraceBase = time.Date(2026, 11, 30, 20, 0, 0, 0, time.UTC)
+
+// shopTrace is trace id of tenant tn: a span on host shop-1 from at for a
+// second, and with more, a child on pay-1.
+func shopTrace(id byte, tn string, at time.Time, more bool) ptrace.Traces {
+	td := ptrace.NewTraces()
+	hosts := []string{"shop-1"}
+	if more {
+		hosts = append(hosts, "pay-1")
+	}
+	for i, host := range hosts {
+		rs := td.ResourceSpans().AppendEmpty()
+		rs.Resource().Attributes().PutStr("service.name", "shop")
+		rs.Resource().Attributes().PutStr("host.name", host)
+		tenant.Stamp(rs.Resource().Attributes(), tn)
+		sp := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
+		sp.SetTraceID(traceID(id))
+		sp.SetSpanID(spanID(byte(i + 1)))
+		if i > 0 {
+			sp.SetParentSpanID(spanID(1))
+		}
+		sp.SetName("GET /cart")
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(at))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(at.Add(time.Second)))
+	}
+	return td
+}
+
+// A trace by id is two statements, its spans and then its window's logs,
+// findings and clock offsets, with the resources the reader has not cached
+// yet; one when there is no such trace.
+func TestTraceReadInTwoStatements(t *testing.T) {
+	ctx := context.Background()
+	const tdb = "ts_get_trace"
+	freshDatabase(t, tdb)
+	require.NoError(t, store.ApplySchema(ctx, conn, tdb))
+	_, err := store.NewWriter(conn, tdb).WriteTraces(ctx, shopTrace(0x91, tenant.Default, getTraceBase, false))
+	require.NoError(t, err)
+
+	counter := &statementCounter{Conn: conn}
+	r := store.NewReader(counter, tdb, store.ReaderConfig{})
+	want := map[string]string{"service.name": "shop", "host.name": "shop-1"}
+	for _, read := range []string{"resources from the table", "resources from the cache"} {
+		counter.n.Store(0)
+		tr, err := r.GetTrace(ctx, traceID(0x91).String())
+		require.NoError(t, err, read)
+		require.Len(t, tr.Spans, 1, read)
+		assert.Equal(t, want, tr.Spans[0].Resource, read)
+		assert.EqualValues(t, 2, counter.n.Load(), read)
+	}
+	counter.n.Store(0)
+	_, err = r.GetTrace(ctx, traceID(0x92).String())
+	require.ErrorIs(t, err, store.ErrNotFound)
+	assert.EqualValues(t, 1, counter.n.Load(), "no spans: no second statement")
+}
+
+// A trace with nothing but spans reads as empty logs, findings and offsets,
+// and no skewed pairs, although another tenant stored all of those for the
+// same trace id and hosts, at the same time.
+func TestTraceWithoutLogsOrFindings(t *testing.T) {
+	ctx := context.Background()
+	const tdb = "ts_get_trace_bare"
+	freshDatabase(t, tdb)
+	require.NoError(t, store.ApplySchema(ctx, conn, tdb))
+	w := store.NewWriter(conn, tdb)
+	_, err := w.WriteTraces(ctx, shopTrace(0x93, tenant.Default, getTraceBase, true))
+	require.NoError(t, err)
+
+	// acme's trace of the same id, hosts and time, with all the rest.
+	td, a := shopTrace(0x93, "acme", getTraceBase, true), store.Analysis{}
+	at := uint64(getTraceBase.UnixNano())
+	a.Findings = []model.Finding{{TraceID: traceID(0x93).String(), TimeUnixNano: at, Kind: "slowest_hop", Service: "shop",
+		Subject: "shop → pay", Value: 1, Tenant: "acme"}}
+	a.Clocks = []model.ClockOffset{{TraceID: traceID(0x93).String(), TimeUnixNano: at, Host: "shop-1", OffsetNanos: 5,
+		Tenant: "acme"}}
+	a.Pairs = []model.ClockPair{{TimeUnixNano: at, A: "pay-1", B: "shop-1", OffsetNanos: 7, Samples: 3, Tenant: "acme"}}
+	store.AppendAnalysis(td, a)
+	_, err = w.WriteTraces(ctx, td)
+	require.NoError(t, err)
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	rl.Resource().Attributes().PutStr("service.name", "shop")
+	tenant.Stamp(rl.Resource().Attributes(), "acme")
+	lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(getTraceBase))
+	lr.SetTraceID(traceID(0x93))
+	lr.Body().SetStr("acme's line")
+	_, err = w.WriteLogs(ctx, ld)
+	require.NoError(t, err)
+
+	r := store.NewReader(conn, tdb, store.ReaderConfig{})
+	tr, err := r.GetTrace(ctx, traceID(0x93).String())
+	require.NoError(t, err)
+	require.Len(t, tr.Spans, 2)
+	assert.Equal(t, []model.Log{}, tr.Logs)
+	assert.Equal(t, []model.Finding{}, tr.Findings)
+	assert.Equal(t, map[string]int64{}, tr.ClockOffsets)
+	assert.Nil(t, tr.SkewedPairs)
+
+	mine, err := r.GetTrace(tenant.NewContext(ctx, "acme"), traceID(0x93).String())
+	require.NoError(t, err)
+	assert.Len(t, mine.Spans, 2)
+	require.Len(t, mine.Logs, 1)
+	assert.Equal(t, "acme's line", mine.Logs[0].Body)
+	assert.Len(t, mine.Findings, 1)
+	assert.Equal(t, map[string]int64{"shop-1": 5}, mine.ClockOffsets)
+	assert.Equal(t, []model.ClockPair{{A: "pay-1", B: "shop-1", OffsetNanos: 7, Samples: 3}}, mine.SkewedPairs)
+}
+
+// The trace's logs are those of its window (its spans' first start and last
+// end, widened by LogWindow, bounds included), its earliest MaxLogs, in time
+// order; its findings are ordered by kind, the greatest value first, each
+// once; an offset stored twice is one.
+func TestTraceWindowLogsAndFindings(t *testing.T) {
+	ctx := context.Background()
+	const tdb = "ts_get_trace_window"
+	freshDatabase(t, tdb)
+	require.NoError(t, store.ApplySchema(ctx, conn, tdb))
+	w := store.NewWriter(conn, tdb)
+	_, err := w.WriteTraces(ctx, shopTrace(0x94, tenant.Default, getTraceBase, false))
+	require.NoError(t, err)
+
+	ld := plog.NewLogs()
+	recs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	line := func(id byte, at time.Duration, body string) {
+		lr := recs.AppendEmpty()
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(getTraceBase.Add(at)))
+		lr.SetTraceID(traceID(id))
+		lr.Body().SetStr(body)
+	}
+	// The window is [base − 1 min, base + 1 s + 1 min]; stored out of order.
+	line(0x94, time.Second+time.Minute, "last in the window")
+	line(0x94, 500*time.Millisecond, "third")
+	line(0x94, -time.Minute, "first: the window's start")
+	line(0x94, -time.Minute-time.Nanosecond, "before the window")
+	line(0x94, time.Second+time.Minute+time.Nanosecond, "after the window")
+	line(0x94, 0, "second")
+	line(0x95, 0, "another trace's")
+	_, err = w.WriteLogs(ctx, ld)
+	require.NoError(t, err)
+
+	at := uint64(getTraceBase.UnixNano())
+	finding := func(kind string, value float64) model.Finding {
+		return model.Finding{TraceID: traceID(0x94).String(), TimeUnixNano: at, Kind: kind, Service: "shop",
+			Subject: "shop GET /cart", SpanIDs: []string{spanID(1).String()}, Value: value, Summary: kind}
+	}
+	findings := []model.Finding{finding("slowest_hop", 2), finding("critical_path", 1), finding("slowest_hop", 9)}
+	offsets := []model.ClockOffset{{TraceID: traceID(0x94).String(), TimeUnixNano: at, Host: "shop-1", OffsetNanos: -3}}
+	for range 2 { // stored twice, as after a sampler's crash (in other inserts: not dropped as repeated)
+		require.NoError(t, w.WriteFindings(ctx, findings))
+		require.NoError(t, w.WriteClockOffsets(ctx, offsets))
+		far := at + uint64(2*time.Hour) // past the window
+		findings = append(findings, finding("far", 1))
+		findings[len(findings)-1].TimeUnixNano = far
+		offsets = append(offsets, model.ClockOffset{TraceID: traceID(0x94).String(), TimeUnixNano: far, Host: "pay-1", OffsetNanos: 8})
+	}
+	require.EqualValues(t, 7, count(t, "SELECT count() AS n FROM "+tdb+".findings", nil), "stored twice, as the test means")
+
+	bodies := func(logs []model.Log) []string {
+		var out []string
+		for _, l := range logs {
+			out = append(out, l.Body)
+		}
+		return out
+	}
+	r := store.NewReader(conn, tdb, store.ReaderConfig{LogWindow: time.Minute})
+	tr, err := r.GetTrace(ctx, traceID(0x94).String())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"first: the window's start", "second", "third", "last in the window"}, bodies(tr.Logs))
+	for _, l := range tr.Logs {
+		assert.Equal(t, traceID(0x94).String(), l.TraceID)
+	}
+	var kinds []string
+	var values []float64
+	for _, f := range tr.Findings {
+		kinds, values = append(kinds, f.Kind), append(values, f.Value)
+	}
+	assert.Equal(t, []string{"critical_path", "slowest_hop", "slowest_hop"}, kinds)
+	assert.Equal(t, []float64{1, 9, 2}, values)
+	assert.Equal(t, map[string]int64{"shop-1": -3}, tr.ClockOffsets)
+
+	tr, err = store.NewReader(conn, tdb, store.ReaderConfig{LogWindow: time.Minute, MaxLogs: 2}).GetTrace(ctx, traceID(0x94).String())
+	require.NoError(t, err)
+	assert.Equal(t, []string{"first: the window's start", "second"}, bodies(tr.Logs), "the earliest MaxLogs")
+}
