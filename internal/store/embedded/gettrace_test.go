@@ -57,16 +57,25 @@ func shopTrace(id byte, tn string, at time.Time, more bool) ptrace.Traces {
 	return td
 }
 
+// shopStore is a fresh database db holding shopTrace(id, tn, getTraceBase,
+// more), and its writer.
+func shopStore(t *testing.T, db string, id byte, tn string, more bool) *store.Writer {
+	t.Helper()
+	freshDatabase(t, db)
+	require.NoError(t, store.ApplySchema(context.Background(), conn, db))
+	w := store.NewWriter(conn, db)
+	_, err := w.WriteTraces(context.Background(), shopTrace(id, tn, getTraceBase, more))
+	require.NoError(t, err)
+	return w
+}
+
 // A trace by id is two statements, its spans and then its window's logs,
 // findings and clock offsets, with the resources the reader has not cached
 // yet; one when there is no such trace.
 func TestTraceReadInTwoStatements(t *testing.T) {
 	ctx := context.Background()
 	const tdb = "ts_get_trace"
-	freshDatabase(t, tdb)
-	require.NoError(t, store.ApplySchema(ctx, conn, tdb))
-	_, err := store.NewWriter(conn, tdb).WriteTraces(ctx, shopTrace(0x91, tenant.Default, getTraceBase, false))
-	require.NoError(t, err)
+	shopStore(t, tdb, 0x91, tenant.Default, false)
 
 	counter := &statementCounter{Conn: conn}
 	r := store.NewReader(counter, tdb, store.ReaderConfig{})
@@ -80,7 +89,7 @@ func TestTraceReadInTwoStatements(t *testing.T) {
 		assert.EqualValues(t, 2, counter.n.Load(), read)
 	}
 	counter.n.Store(0)
-	_, err = r.GetTrace(ctx, traceID(0x92).String())
+	_, err := r.GetTrace(ctx, traceID(0x92).String())
 	require.ErrorIs(t, err, store.ErrNotFound)
 	assert.EqualValues(t, 1, counter.n.Load(), "no spans: no second statement")
 }
@@ -91,11 +100,7 @@ func TestTraceReadInTwoStatements(t *testing.T) {
 func TestTraceWithoutLogsOrFindings(t *testing.T) {
 	ctx := context.Background()
 	const tdb = "ts_get_trace_bare"
-	freshDatabase(t, tdb)
-	require.NoError(t, store.ApplySchema(ctx, conn, tdb))
-	w := store.NewWriter(conn, tdb)
-	_, err := w.WriteTraces(ctx, shopTrace(0x93, tenant.Default, getTraceBase, true))
-	require.NoError(t, err)
+	w := shopStore(t, tdb, 0x93, tenant.Default, true)
 
 	// acme's trace of the same id, hosts and time, with all the rest.
 	td, a := shopTrace(0x93, "acme", getTraceBase, true), store.Analysis{}
@@ -106,7 +111,7 @@ func TestTraceWithoutLogsOrFindings(t *testing.T) {
 		Tenant: "acme"}}
 	a.Pairs = []model.ClockPair{{TimeUnixNano: at, A: "pay-1", B: "shop-1", OffsetNanos: 7, Samples: 3, Tenant: "acme"}}
 	store.AppendAnalysis(td, a)
-	_, err = w.WriteTraces(ctx, td)
+	_, err := w.WriteTraces(ctx, td)
 	require.NoError(t, err)
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
@@ -145,11 +150,7 @@ func TestTraceWithoutLogsOrFindings(t *testing.T) {
 func TestTraceWindowLogsAndFindings(t *testing.T) {
 	ctx := context.Background()
 	const tdb = "ts_get_trace_window"
-	freshDatabase(t, tdb)
-	require.NoError(t, store.ApplySchema(ctx, conn, tdb))
-	w := store.NewWriter(conn, tdb)
-	_, err := w.WriteTraces(ctx, shopTrace(0x94, tenant.Default, getTraceBase, false))
-	require.NoError(t, err)
+	w := shopStore(t, tdb, 0x94, tenant.Default, false)
 
 	ld := plog.NewLogs()
 	recs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
@@ -167,7 +168,7 @@ func TestTraceWindowLogsAndFindings(t *testing.T) {
 	line(0x94, time.Second+time.Minute+time.Nanosecond, "after the window")
 	line(0x94, 0, "second")
 	line(0x95, 0, "another trace's")
-	_, err = w.WriteLogs(ctx, ld)
+	_, err := w.WriteLogs(ctx, ld)
 	require.NoError(t, err)
 
 	at := uint64(getTraceBase.UnixNano())
