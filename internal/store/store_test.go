@@ -73,7 +73,7 @@ func TestQueriesSnapshot(t *testing.T) {
 		assert.Contains(t, q, "{trace_id:String}", "%s reads one trace by a bound parameter", name)
 		assert.NotContains(t, q, "${db}")
 	}
-	assert.Contains(t, Query("trace_window", "tsdb"), "fromUnixTimestamp64Nano({from_ns:Int64})", "the trace's other reads are bounded by its window")
+	assert.Contains(t, Query("trace_window", "tsdb"), "fromUnixTimestamp64Nano({from_ns:Int64})", "the trace's logs are bounded by its window")
 	assert.Equal(t, 1, strings.Count(Query("trace_window", "tsdb"), "${resources}"), "one slot for the resources the cache lacks")
 	search := Query("logs_search", "tsdb")
 	assert.Equal(t, 1, strings.Count(search, "${conditions}"), "one slot for the word and attribute conditions")

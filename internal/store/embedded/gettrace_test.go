@@ -181,7 +181,7 @@ func TestTraceWindowLogsAndFindings(t *testing.T) {
 	for range 2 { // stored twice, as after a sampler's crash (in other inserts: not dropped as repeated)
 		require.NoError(t, w.WriteFindings(ctx, findings))
 		require.NoError(t, w.WriteClockOffsets(ctx, offsets))
-		far := at + uint64(2*time.Hour) // past the window
+		far := at + uint64(2*time.Hour) // past the window: still the trace's, read by its id alone
 		findings = append(findings, finding("far", 1))
 		findings[len(findings)-1].TimeUnixNano = far
 		offsets = append(offsets, model.ClockOffset{TraceID: traceID(0x94).String(), TimeUnixNano: far, Host: "pay-1", OffsetNanos: 8})
@@ -207,9 +207,9 @@ func TestTraceWindowLogsAndFindings(t *testing.T) {
 	for _, f := range tr.Findings {
 		kinds, values = append(kinds, f.Kind), append(values, f.Value)
 	}
-	assert.Equal(t, []string{"critical_path", "slowest_hop", "slowest_hop"}, kinds)
-	assert.Equal(t, []float64{1, 9, 2}, values)
-	assert.Equal(t, map[string]int64{"shop-1": -3}, tr.ClockOffsets)
+	assert.Equal(t, []string{"critical_path", "far", "slowest_hop", "slowest_hop"}, kinds)
+	assert.Equal(t, []float64{1, 1, 9, 2}, values)
+	assert.Equal(t, map[string]int64{"shop-1": -3, "pay-1": 8}, tr.ClockOffsets)
 
 	tr, err = store.NewReader(conn, tdb, store.ReaderConfig{LogWindow: time.Minute, MaxLogs: 2}).GetTrace(ctx, traceID(0x94).String())
 	require.NoError(t, err)

@@ -10,7 +10,9 @@
 --   2 a host's clock offset (host, offset_ns)
 --   3 a skewed pair of the trace's hosts, the latest in the window (host, host_b)
 --   4 a resource the reader has not cached (fragments/trace_resources.sql)
--- Each table read is confined to the tenant.
+-- Findings and offsets are sorted by trace id, so they are read without the
+-- window: its bounds only pruned days and cost planning time. Each table
+-- read is confined to the tenant.
 SELECT 0 AS part, toUnixTimestamp64Nano(timestamp) AS timestamp, toUnixTimestamp64Nano(observed_timestamp) AS observed_timestamp,
     trace_id, span_id, severity_text, severity_number, service, host, body, attributes, resource, scope_name,
     '' AS kind, [] AS span_ids, '' AS subject, 0 AS value, '' AS host_b, 0 AS offset_ns, 0 AS samples, 0 AS resource_id
@@ -26,15 +28,11 @@ SELECT 1, 0, 0, '', '', '', 0, service, '', summary, map(), map(), '', kind, spa
 FROM ${db}.findings
 WHERE trace_id = {trace_id:String}
   AND tenant = {tenant:String}
-  AND timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})
-  AND timestamp <= fromUnixTimestamp64Nano({to_ns:Int64})
 UNION ALL
 SELECT 2, 0, 0, '', '', '', 0, '', host, '', map(), map(), '', '', [], '', 0, '', offset_ns, 0, 0
 FROM ${db}.trace_clock
 WHERE trace_id = {trace_id:String}
   AND tenant = {tenant:String}
-  AND timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})
-  AND timestamp <= fromUnixTimestamp64Nano({to_ns:Int64})
 ${resources}UNION ALL
 SELECT 3, 0, 0, '', '', '', 0, '', host_a, '', map(), map(), '', '', [], '', 0, host_b, argMax(offset_ns, timestamp),
     argMax(samples, timestamp), 0
