@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +126,17 @@ func Open(dataDir string) (*Conn, error) {
 	if err := c.run("SET output_format_json_quote_64bit_integers = 0", nil); err != nil {
 		c.Close()
 		return nil, err
+	}
+	set, err := store.SessionSettings(context.Background(), c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	for _, name := range slices.Sorted(maps.Keys(set)) {
+		if err := c.run(fmt.Sprintf("SET %s = %s", name, set[name]), nil); err != nil {
+			c.Close()
+			return nil, err
+		}
 	}
 	return c, nil
 }

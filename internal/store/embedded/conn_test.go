@@ -60,6 +60,22 @@ func spanID(b byte) pcommon.SpanID {
 	return id
 }
 
+// The engine's statistics are off for every statement of the session: with
+// them, a read loaded the statistics of each part merged since the last
+// refresh of their cache, 30 ms a trace by id (store.SessionSettings).
+func TestSessionSettings(t *testing.T) {
+	ctx := context.Background()
+	set, err := store.SessionSettings(ctx, conn)
+	require.NoError(t, err)
+	require.Equal(t, map[string]string{"use_statistics": "0"}, set, "this engine has the setting")
+	var got struct {
+		Value string `json:"value"`
+	}
+	require.NoError(t, conn.Query(ctx, "SELECT value FROM system.settings WHERE name = 'use_statistics'", nil,
+		func(row []byte) error { return json.Unmarshal(row, &got) }))
+	assert.Equal(t, "0", got.Value)
+}
+
 func TestSchemaAppliesTwice(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, store.ApplySchema(ctx, conn, db))

@@ -17,6 +17,8 @@ import (
 // Conn is a store.Conn on a ClickHouse server.
 type Conn struct {
 	conn driver.Conn
+	// settings go with every statement (store.SessionSettings).
+	settings clickhouse.Settings
 }
 
 var _ store.Conn = (*Conn)(nil)
@@ -36,31 +38,51 @@ func Open(ctx context.Context, dsn string) (*Conn, error) {
 		_ = conn.Close()
 		return nil, fmt.Errorf("clickhouse: ping %v: %w", opts.Addr, err)
 	}
-	return &Conn{conn: conn}, nil
+	c := &Conn{conn: conn}
+	set, err := store.SessionSettings(ctx, c)
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("clickhouse: %v: %w", opts.Addr, err)
+	}
+	if len(set) > 0 {
+		c.settings = clickhouse.Settings{}
+		for k, v := range set {
+			c.settings[k] = v
+		}
+	}
+	return c, nil
 }
 
-func withParams(ctx context.Context, params store.Params) context.Context {
-	if len(params) == 0 {
+// withParams is ctx carrying the statement's parameters and the settings.
+func (c *Conn) withParams(ctx context.Context, params store.Params) context.Context {
+	var opts []clickhouse.QueryOption
+	if len(params) > 0 {
+		opts = append(opts, clickhouse.WithParameters(store.ServerParams(params)))
+	}
+	if c.settings != nil {
+		opts = append(opts, clickhouse.WithSettings(c.settings))
+	}
+	if len(opts) == 0 {
 		return ctx
 	}
-	return clickhouse.Context(ctx, clickhouse.WithParameters(store.ServerParams(params)))
+	return clickhouse.Context(ctx, opts...)
 }
 
 // Exec implements store.Conn.
 func (c *Conn) Exec(ctx context.Context, query string, params store.Params) error {
-	return c.conn.Exec(withParams(ctx, params), query)
+	return c.conn.Exec(c.withParams(ctx, params), query)
 }
 
 // Insert implements store.Conn. The server reads inline rows after FORMAT
 // with its streaming parser, so max_query_size does not bound the batch.
 func (c *Conn) Insert(ctx context.Context, table string, format store.Format, rows []byte) error {
-	return c.conn.Exec(ctx, store.InsertStatement(table, format, rows))
+	return c.conn.Exec(c.withParams(ctx, nil), store.InsertStatement(table, format, rows))
 }
 
 // Query implements store.Conn. Rows are scanned into the column types the
 // driver reports and re-encoded as JSON objects, the shape chDB returns.
 func (c *Conn) Query(ctx context.Context, query string, params store.Params, row func([]byte) error) error {
-	rows, err := c.conn.Query(withParams(ctx, params), query)
+	rows, err := c.conn.Query(c.withParams(ctx, params), query)
 	if err != nil {
 		return err
 	}
