@@ -182,12 +182,10 @@ func IsPermanent(err error) bool {
 }
 
 // sessionSettings are engine settings every statement of ours runs with, where
-// the engine has them. use_statistics = 0: ClickHouse 26.4 and later keep
-// statistics of every part (auto_statistics_types) and load those of each part
-// a query may read; the parts merged since the statistics cache's last refresh
-// (every 5 minutes) are loaded from disk by every query. A trace by id over
-// 10 M spans as loaded took 40–43 ms instead of 7–8 ms. Our reads are
-// planned by their keys and skip indexes, not by statistics.
+// the engine has them. use_statistics = 0: ClickHouse 26.4 and later load the
+// column statistics of every part a query may read, from disk for the parts
+// merged since their cache's last refresh, which made reads of a store being
+// written several times slower; ours are planned by keys and skip indexes.
 var sessionSettings = map[string]string{"use_statistics": "0"}
 
 // SessionSettings returns those of sessionSettings that the engine behind c

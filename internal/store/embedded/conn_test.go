@@ -60,9 +60,8 @@ func spanID(b byte) pcommon.SpanID {
 	return id
 }
 
-// The engine's statistics are off for every statement of the session: with
-// them, a read loaded the statistics of each part merged since the last
-// refresh of their cache, 30 ms a trace by id (store.SessionSettings).
+// The engine's statistics are off for every statement of the session
+// (store.SessionSettings).
 func TestSessionSettings(t *testing.T) {
 	ctx := context.Background()
 	set, err := store.SessionSettings(ctx, conn)
