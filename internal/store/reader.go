@@ -206,23 +206,20 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
-		switch row.Part {
-		case partLog:
-			t.Logs = append(t.Logs, row.log())
-			return nil
-		case partResource:
-			if read == nil {
-				read = map[uint64]map[string]string{}
-			}
-			read[row.ResourceID] = nonNil(row.Attributes)
-			return nil
-		case partFinding, partClockOffset:
+		if row.Part == partFinding || row.Part == partClockOffset {
 			if seen[string(b)] {
 				return nil
 			}
 			seen[string(b)] = true
 		}
 		switch row.Part {
+		case partLog:
+			t.Logs = append(t.Logs, row.log())
+		case partResource:
+			if read == nil {
+				read = map[uint64]map[string]string{}
+			}
+			read[row.ResourceID] = nonNil(row.Attributes)
 		case partFinding:
 			if row.SpanIDs == nil {
 				row.SpanIDs = []string{}
