@@ -127,10 +127,11 @@ bench-logs: deps
 	set -o pipefail; $(GO) test -run '^$$' -bench 'LogIngest|LogSearch' -benchtime 1x -timeout 60m ./bench/ | tee $(BENCH_OUT)/logs.txt
 
 ## bench-store: 10 million spans (1 million traces) loaded into the embedded ClickHouse through the store's
-## writer (spans/s, spans per CPU-second), then trace by id over 1000 random ids and five trace searches timed,
-## and bytes on disk per span and trace by id beside the OpenTelemetry Collector ClickHouse exporter's schema
-## on the same spans (TRACESIFT_BENCH_STORE_SPANS, TRACESIFT_BENCH_STORE_BATCH, TRACESIFT_BENCH_STORE_WRITERS
-## to change them; about 5 minutes)
+## writer (spans/s, spans per CPU-second), then their 8 million log lines, findings and clock offsets (lines/s);
+## trace by id (with its logs, findings and offsets) over 1000 random ids and five trace searches timed, as
+## loaded, after OPTIMIZE FINAL and while more spans are inserted; bytes on disk per span and trace by id beside
+## the OpenTelemetry Collector ClickHouse exporter's schema on the same spans (TRACESIFT_BENCH_STORE_SPANS,
+## TRACESIFT_BENCH_STORE_BATCH, TRACESIFT_BENCH_STORE_WRITERS to change them; about 12 minutes)
 bench-store: deps
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkStore$$' -benchtime 1x -timeout 60m ./bench/ | tee $(BENCH_OUT)/store.txt

@@ -87,7 +87,7 @@ func hostileReads(ctx context.Context, r *store.Reader, w *store.Writer, extra *
 
 	half := batches / 2
 	t0 := time.Now()
-	if _, err := loadStore(ctx, w, extra, half, writers); err != nil {
+	if _, _, err := loadStore(ctx, extra, half, writers, nil, spansTo(w)); err != nil {
 		return "", false, err
 	}
 	alone := time.Since(t0)
@@ -117,7 +117,7 @@ func hostileReads(ctx context.Context, r *store.Reader, w *store.Writer, extra *
 		})
 	}
 	t0 = time.Now()
-	_, err := loadStore(ctx, w, extra, half, writers)
+	_, _, err := loadStore(ctx, extra, half, writers, nil, spansTo(w))
 	during := time.Since(t0)
 	close(stop)
 	wg.Wait()

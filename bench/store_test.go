@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +41,12 @@ const (
 	storeSearchRuns = 30   // runs of each search
 	storeLimit      = 20   // GET /api/v1/traces' default limit
 	storeRange      = time.Hour
+	// storeTracedLines is how many log lines carry a trace's id: one a
+	// server span (storeExtras).
+	storeTracedLines = 4
+	// storeBusyFetches is how many of the trace ids are fetched again while
+	// inserts run.
+	storeBusyFetches = 200
 )
 
 // BenchmarkStore is issue 6's `make bench-store`: it loads
@@ -49,19 +56,27 @@ const (
 // call per TRACESIFT_BENCH_STORE_BATCH spans, 50 000 by default,
 // TRACESIFT_BENCH_STORE_WRITERS calls at a time, 2 by default as the store
 // exporter's queue consumers), and reports the insert's spans/s and spans
-// per CPU-second of the process. Run it with -benchtime 1x.
+// per CPU-second of the process. Then it writes, the same way, what the
+// pipeline stores beside those traces (storeExtras: 0.8 log lines a span,
+// half of them with the trace's id, a finding and a clock offset a trace)
+// and reports lines/s. Run it with -benchtime 1x.
 //
 // Once the merges the load started have settled, it times, over the data as
-// loaded, trace by id (Reader.GetTrace) for 1000 trace ids drawn from all
-// loaded traces and five trace searches (Reader.SearchTraces over the hour,
-// 20 a page, 30 runs each). Then it copies the same spans into the
+// loaded, trace by id (Reader.GetTrace: the spans, logs, findings and clock
+// offsets; a trace without all of them fails the benchmark) for 1000 trace
+// ids drawn from all loaded traces and five trace searches
+// (Reader.SearchTraces over the hour, 20 a page, 30 runs each). Then it copies the same spans into the
 // OpenTelemetry Collector ClickHouse exporter's schema (testdata/
 // otel_schema.sql, in database otel of the same session), runs OPTIMIZE
 // FINAL on every table of both, and reports bytes on disk per span of each
 // (active parts of every table the schema uses) and trace by id for both
 // (the exporter's by its documented lookup-table query) and the searches
-// again. Nothing is asserted on time; a fetched trace without all its spans,
-// or a search that misses what it must find, fails the benchmark.
+// again. Then the same reads (200 of the ids) while writers load more spans
+// into the hour at half the load's rate, and the hostile reads
+// (hostileReads). Nothing is asserted on time; a fetched trace without all
+// its spans, or a search that misses what it must find, fails the
+// benchmark. Bytes per span count every table of traces, not the logs,
+// which are reported per line.
 func BenchmarkStore(b *testing.B) {
 	var err error
 	spans := envCount(b, "TRACESIFT_BENCH_STORE_SPANS", 10_000_000)
@@ -99,10 +114,22 @@ func BenchmarkStore(b *testing.B) {
 	}
 	var ld loadStats
 	cpu0, began := cpuTime(), time.Now()
-	if ld.generating, err = loadStore(ctx, w, gen, batches, writers); err != nil {
+	if ld.generating, _, err = loadStore(ctx, gen, batches, writers, nil, spansTo(w)); err != nil {
 		b.Fatal(err)
 	}
 	ld.wall, ld.cpu = time.Since(began), cpuTime()-cpu0
+	// The same traces again (the same seed makes the same batches) for what
+	// the pipeline stores beside them: their logs, findings, clock offsets.
+	replay, err := newStoreGen(1, batch, batches, start, end, storeFetches)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lines atomic.Int64
+	began = time.Now()
+	if _, _, err = loadStore(ctx, replay, batches, writers, nil, extrasTo(w, &lines)); err != nil {
+		b.Fatal(err)
+	}
+	ld.extrasWall, ld.lines = time.Since(began), int(lines.Load())
 	if ld.settle, err = settleMerges(ctx, conn); err != nil {
 		b.Fatal(err)
 	}
@@ -215,6 +242,31 @@ func BenchmarkStore(b *testing.B) {
 			b.ReportMetric(ms(final.searches[i].p99), "ms-p99-search-"+metricName(s.name))
 		}
 
+		// While inserts run: the same reads as writers load more spans into
+		// the same hour at half the rate of the load (busy, not saturated).
+		// Its order ids follow the load's, so that each needle stays in one
+		// trace.
+		more, err := newStoreGen(uint64(1000+extraSpans), batch, batches, start, end, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		more.orders = 500_000_000 + extraSpans
+		busy, err := whileInserting(ctx, more, writers, paced(spansTo(w), batch, float64(spans)/ld.wall.Seconds()/2), func() {
+			busyFetch, _ := fetchTraces(b, ctx, conn, r, ids[:min(len(ids), storeBusyFetches)], false)
+			busySearches := search()
+			fmt.Print(busyReport(busyFetch, busySearches, searches))
+			b.ReportMetric(ms(busyFetch.get.p99), "busy-ms-p99-by-id")
+			for i, s := range searches {
+				b.ReportMetric(ms(busySearches[i].p99), "busy-ms-p99-search-"+metricName(s.name))
+			}
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Printf("  meanwhile %d WriteTraces calls of %d spans, %d at a time: %.0f spans/s\n",
+			busy.batches, batch, writers, float64(busy.batches*batch)/busy.wall.Seconds())
+		extraSpans += busy.batches * batch
+
 		hostileBatches := envCount(b, "TRACESIFT_BENCH_STORE_HOSTILE_SPANS", 4_000_000) / batch
 		extra, err := newStoreGen(uint64(2+extraSpans), batch, max(hostileBatches, 2), start, end, 1)
 		if err != nil {
@@ -253,6 +305,8 @@ type loadStats struct {
 	generating time.Duration // of it, making batches
 	cpu        time.Duration // utime+stime of the process over the load
 	settle     time.Duration // until the merges were done
+	extrasWall time.Duration // writing the traces' logs, findings and clock offsets
+	lines      int           // log lines written
 	cpuSettled time.Duration // cpu, with the merges until then
 }
 
@@ -359,11 +413,13 @@ func settleMerges(ctx context.Context, conn store.Conn) (time.Duration, error) {
 	return lastChange.Sub(began), nil
 }
 
-// disk is what a database's tables take on disk, active parts only.
+// disk is what a database's tables take on disk, active parts only: the
+// logs table apart.
 type disk struct {
 	bytes, parts uint64
 	tables       []tableDisk
 	rows         map[string]uint64
+	logs         tableDisk
 }
 
 type tableDisk struct {
@@ -384,10 +440,14 @@ func diskUsage(ctx context.Context, conn store.Conn, db string) (disk, error) {
 			if err := json.Unmarshal(row, &t); err != nil {
 				return err
 			}
+			d.rows[t.Table] = t.Rows
+			if t.Table == "logs" { // per line, not per span
+				d.logs = t
+				return nil
+			}
 			d.bytes += t.Bytes
 			d.parts += t.Parts
 			d.tables = append(d.tables, t)
-			d.rows[t.Table] = t.Rows
 			return nil
 		})
 	if err != nil {
@@ -442,6 +502,10 @@ func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Re
 			get = append(get, time.Since(t0))
 			if err != nil {
 				return 0, err
+			}
+			if len(tr.Logs) != storeTracedLines || len(tr.Findings) != 1 || len(tr.ClockOffsets) != 1 {
+				return 0, fmt.Errorf("%d log lines, %d findings, %d clock offsets, want %d, 1 and 1",
+					len(tr.Logs), len(tr.Findings), len(tr.ClockOffsets), storeTracedLines)
 			}
 			return len(tr.Spans), nil
 		},
@@ -521,6 +585,9 @@ func storeReport(spans, batch, writers int, ld loadStats, loaded, final storeRun
 		float64(spans)/ld.cpu.Seconds(), ld.cpu.Seconds())
 	p("        the merges it started went on for %.1f s: %.0f spans per CPU-second with them (%.1f CPU-s)\n",
 		ld.settle.Seconds(), float64(spans)/ld.cpuSettled.Seconds(), ld.cpuSettled.Seconds())
+	p("then the same traces' logs (%d lines, %d with a trace id), findings and clock offsets (one each a trace): "+
+		"%.1f s, %.0f lines/s\n", ld.lines, spans/SpansPerTrace*storeTracedLines, ld.extrasWall.Seconds(),
+		float64(ld.lines)/ld.extrasWall.Seconds())
 	const row = "%-50s %-26s %s\n"
 	p("\n"+row, "", "tracesift", "OTel exporter schema")
 	p(row, fmt.Sprintf("bytes on disk per span, as loaded (%d parts)", loaded.oursDisk.parts),
@@ -538,6 +605,9 @@ func storeReport(spans, batch, writers int, ld loadStats, loaded, final storeRun
 		}
 		p(row, "", "  "+cell(final.oursDisk), "  "+cell(final.otelDisk))
 	}
+	p(row, "logs: bytes on disk per line, as loaded / FINAL", fmt.Sprintf("%.1f / %.1f",
+		float64(loaded.oursDisk.logs.Bytes)/float64(max(1, loaded.oursDisk.logs.Rows)),
+		float64(final.oursDisk.logs.Bytes)/float64(max(1, final.oursDisk.logs.Rows))), "-")
 	p(row, "trace by id p50 / p99, as loaded", loaded.ours.get, "-")
 	p(row, "  spans query alone", loaded.ours.spans, "")
 	p(row, "trace by id p50 / p99, OPTIMIZE FINAL", final.ours.get, final.otel)
@@ -553,40 +623,39 @@ func storeReport(spans, batch, writers int, ld loadStats, loaded, final storeRun
 	return sb.String()
 }
 
-// loadStore writes batches batches from gen through w, writers WriteTraces
-// calls at a time (the store exporter's queue has two consumers), and says
-// how long making the batches took.
-func loadStore(ctx context.Context, w *store.Writer, gen *storeGen, batches, writers int) (time.Duration, error) {
+// loadStore hands batches batches from gen (all until stop is closed, with
+// batches < 0) to write, writers calls at a time (the store exporter's queue
+// has two consumers), and says how long making the batches took and how many
+// were written.
+func loadStore(ctx context.Context, gen *storeGen, batches, writers int, stop <-chan struct{},
+	write func(context.Context, ptrace.Traces) error) (time.Duration, int, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	todo := make(chan ptrace.Traces)
 	errs := make(chan error, writers)
 	var wg sync.WaitGroup
 	for range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for td := range todo {
-				st, err := w.WriteTraces(ctx, td)
-				if err == nil && st.Written != gen.batchSpans {
-					err = fmt.Errorf("WriteTraces wrote %d of %d spans (%d invalid)", st.Written, gen.batchSpans, st.Invalid)
-				}
-				if err != nil {
+				if err := write(ctx, td); err != nil {
 					errs <- err
 					cancel()
 					return
 				}
 			}
-		}()
+		})
 	}
 	var generating time.Duration
+	sent := 0
 send:
-	for range batches {
+	for ; batches < 0 || sent < batches; sent++ {
 		t0 := time.Now()
 		td := gen.next()
 		generating += time.Since(t0)
 		select {
 		case todo <- td:
+		case <-stop:
+			break send
 		case <-ctx.Done():
 			break send
 		}
@@ -594,5 +663,103 @@ send:
 	close(todo)
 	wg.Wait()
 	close(errs)
-	return generating, <-errs
+	return generating, sent, <-errs
+}
+
+// busyLoad is what a load under reads did.
+type busyLoad struct {
+	batches int
+	wall    time.Duration
+}
+
+// whileInserting runs reads while write is given gen's batches, writers at
+// a time, and stops the load when they are done.
+func whileInserting(ctx context.Context, gen *storeGen, writers int, write func(context.Context, ptrace.Traces) error,
+	reads func()) (busyLoad, error) {
+	stop := make(chan struct{})
+	var (
+		bl  busyLoad
+		err error
+	)
+	done := make(chan struct{})
+	began := time.Now()
+	go func() {
+		defer close(done)
+		_, bl.batches, err = loadStore(ctx, gen, -1, writers, stop, write)
+	}()
+	reads()
+	close(stop)
+	<-done
+	bl.wall = time.Since(began)
+	return bl, err
+}
+
+func busyReport(fetch fetchTimes, took []timing, searches []storeSearch) string {
+	var sb strings.Builder
+	const row = "%-50s %s\n"
+	fmt.Fprintf(&sb, "\nwhile inserts run (the same hour, half the load's rate offered), p50 / p99:\n")
+	fmt.Fprintf(&sb, row, fmt.Sprintf("trace by id (%d ids)", storeBusyFetches), fetch.get)
+	fmt.Fprintf(&sb, row, "  spans query alone", fetch.spans)
+	for i, s := range searches {
+		fmt.Fprintf(&sb, row, "  "+s.name, took[i])
+	}
+	return sb.String()
+}
+
+// paced lets write take a batch of batchSpans no faster than rate spans/s,
+// over all its callers.
+func paced(write func(context.Context, ptrace.Traces) error, batchSpans int, rate float64) func(context.Context, ptrace.Traces) error {
+	var (
+		mu   sync.Mutex
+		next time.Time
+	)
+	every := time.Duration(float64(batchSpans) / rate * float64(time.Second))
+	return func(ctx context.Context, td ptrace.Traces) error {
+		mu.Lock()
+		at := time.Now()
+		if next.After(at) {
+			at = next
+		}
+		next = at.Add(every)
+		mu.Unlock()
+		t := time.NewTimer(time.Until(at))
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return write(ctx, td)
+	}
+}
+
+// spansTo writes a batch's spans through w, every one of them.
+func spansTo(w *store.Writer) func(context.Context, ptrace.Traces) error {
+	return func(ctx context.Context, td ptrace.Traces) error {
+		st, err := w.WriteTraces(ctx, td)
+		if err == nil && st.Written != td.SpanCount() {
+			err = fmt.Errorf("WriteTraces wrote %d of %d spans (%d invalid)", st.Written, td.SpanCount(), st.Invalid)
+		}
+		return err
+	}
+}
+
+// extrasTo writes what storeExtras makes of a batch through w: its log
+// lines, findings and clock offsets; lines counts the lines.
+func extrasTo(w *store.Writer, lines *atomic.Int64) func(context.Context, ptrace.Traces) error {
+	return func(ctx context.Context, td ptrace.Traces) error {
+		ld, findings, offsets := storeExtras(td)
+		st, err := w.WriteLogs(ctx, ld)
+		if err == nil && st.Written != ld.LogRecordCount() {
+			err = fmt.Errorf("WriteLogs wrote %d of %d lines (%d invalid)", st.Written, ld.LogRecordCount(), st.Invalid)
+		}
+		if err != nil {
+			return err
+		}
+		lines.Add(int64(st.Written))
+		if err := w.WriteFindings(ctx, findings); err != nil {
+			return err
+		}
+		return w.WriteClockOffsets(ctx, offsets)
+	}
 }

@@ -9,7 +9,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/tracesift/tracesift/internal/clockskew"
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // storeTemplates is how many batches storeGen builds and then rewrites in
@@ -168,6 +172,63 @@ func (g *storeGen) reservoir(have, seen int) (int, bool) {
 	return j, j < g.sampleSize
 }
 
+// storeExtras makes what the pipeline stores beside a batch's spans, by
+// BenchmarkStore's rule: for each server span two log lines of its service
+// and host, one with the span's trace and span id a millisecond after it
+// starts and one without a trace (the services' other logs); for each trace
+// its slowest-hop finding (on the root) and one clock offset (the host of
+// its first server span below the root). Numbers in the lines come from the
+// span ids, so a replayed batch makes the same lines.
+func storeExtras(td ptrace.Traces) (plog.Logs, []model.Finding, []model.ClockOffset) {
+	ld := plog.NewLogs()
+	var findings []model.Finding
+	var offsets []model.ClockOffset
+	offsetDone := map[pcommon.TraceID]bool{}
+	for _, rs := range td.ResourceSpans().All() {
+		rl := ld.ResourceLogs().AppendEmpty()
+		rs.Resource().CopyTo(rl.Resource())
+		service, host := "", ""
+		if v, ok := rs.Resource().Attributes().Get("service.name"); ok {
+			service = v.Str()
+		}
+		if v, ok := rs.Resource().Attributes().Get("host.name"); ok {
+			host = v.Str()
+		}
+		records := rl.ScopeLogs().AppendEmpty().LogRecords()
+		for _, span := range rs.ScopeSpans().At(0).Spans().All() {
+			id := span.SpanID()
+			n := int(binary.BigEndian.Uint32(id[:4]) % 100_000_000)
+			if span.ParentSpanID().IsEmpty() {
+				findings = append(findings, model.Finding{TraceID: span.TraceID().String(),
+					TimeUnixNano: uint64(span.StartTimestamp()), Kind: "slowest_hop", SpanIDs: []string{id.String()},
+					Service: service, Subject: service + " " + span.Name(),
+					Value:   float64(span.EndTimestamp()-span.StartTimestamp()) / 1e6,
+					Summary: fmt.Sprintf("%s %s took most of the trace", service, span.Name())})
+			} else if span.Kind() == ptrace.SpanKindServer && !offsetDone[span.TraceID()] {
+				offsetDone[span.TraceID()] = true
+				offsets = append(offsets, model.ClockOffset{TraceID: span.TraceID().String(),
+					TimeUnixNano: uint64(span.StartTimestamp()), Host: host, OffsetNanos: int64(n%10_000_000) - 5_000_000,
+					Source: clockskew.SourceEstimate.String()})
+			}
+			if span.Kind() != ptrace.SpanKindServer {
+				continue
+			}
+			for traced := range 2 {
+				lr := records.AppendEmpty()
+				lr.SetTimestamp(span.StartTimestamp() + pcommon.Timestamp(time.Millisecond))
+				lr.SetSeverityText("INFO")
+				lr.SetSeverityNumber(plog.SeverityNumberInfo)
+				lr.Body().SetStr(fmt.Sprintf(logTemplates[(n+traced)%len(logTemplates)], n+traced, n%3000))
+				if traced == 0 {
+					lr.SetTraceID(span.TraceID())
+					lr.SetSpanID(id)
+				}
+			}
+		}
+	}
+	return ld, findings, offsets
+}
+
 func xorID(id pcommon.SpanID, key [8]byte) pcommon.SpanID {
 	for i := range id {
 		id[i] ^= key[i]
@@ -178,7 +239,9 @@ func xorID(id pcommon.SpanID, key [8]byte) pcommon.SpanID {
 // TestStoreGen checks BenchmarkStore's batches: whole 10-span traces with
 // their parent links, ids that never repeat (templates are reused from the
 // fifth batch on), times inside the range and in batch order, the slow and
-// error shares of the load, unique order ids.
+// error shares of the load, unique order ids; and what storeExtras makes of
+// them: storeTracedLines lines of each trace as many without one, a finding
+// and a clock offset a trace.
 func TestStoreGen(t *testing.T) {
 	const batchSpans, batches = CycleTraces * SpansPerTrace, storeTemplates + 2
 	end := time.Now()
@@ -227,6 +290,23 @@ func TestStoreGen(t *testing.T) {
 			}
 		}
 		require.Len(t, traces, CycleTraces)
+		ld, findings, offsets := storeExtras(td)
+		traced := map[pcommon.TraceID]int{}
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, lr := range rl.ScopeLogs().At(0).LogRecords().All() {
+				if !lr.TraceID().IsEmpty() {
+					require.NotNil(t, traces[lr.TraceID()], "a line of a trace not in the batch")
+					traced[lr.TraceID()]++
+				}
+			}
+		}
+		require.Len(t, traced, CycleTraces)
+		for _, n := range traced {
+			require.Equal(t, storeTracedLines, n)
+		}
+		require.Equal(t, 2*storeTracedLines*CycleTraces, ld.LogRecordCount())
+		require.Len(t, findings, CycleTraces)
+		require.Len(t, offsets, CycleTraces)
 		batchFirst := int64(^uint64(0) >> 1)
 		for id, ti := range traces {
 			require.False(t, traceIDs[id.String()], "trace id repeated")
