@@ -63,6 +63,7 @@ func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]model.LogMatch
 		cuts = []int64{f.Start} // one trace's lines are few: one pass
 	}
 	out := []model.LogMatch{}
+	var resources []uint64 // of each line
 	to := f.End
 	for _, from := range cuts {
 		from = max(from, f.Start)
@@ -70,13 +71,22 @@ func (r *Reader) SearchLogs(ctx context.Context, f LogsFilter) ([]model.LogMatch
 			continue
 		}
 		var err error
-		if out, err = r.searchLogs(ctx, f, from, to, f.Limit-len(out), out); err != nil {
+		if out, resources, err = r.searchLogs(ctx, f, from, to, f.Limit-len(out), out, resources); err != nil {
 			return nil, err
 		}
 		if len(out) >= f.Limit || from == f.Start {
 			break
 		}
 		to = from - 1
+	}
+	res, err := r.lineResources(ctx, tenant.FromContext(ctx), resources, nil)
+	if err != nil {
+		return nil, fmt.Errorf("searching logs: reading their resources: %w", err)
+	}
+	for i, id := range resources {
+		if id != 0 {
+			out[i].Resource = res[id]
+		}
 	}
 	if err := r.markKept(ctx, out); err != nil {
 		return nil, err
@@ -118,8 +128,9 @@ func (r *Reader) markKept(ctx context.Context, logs []model.LogMatch) error {
 }
 
 // searchLogs appends the logs matching f between from and to (inclusive),
-// at most limit of them.
-func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, limit int, out []model.LogMatch) ([]model.LogMatch, error) {
+// at most limit of them, to out, and their resource ids to ids.
+func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, limit int, out []model.LogMatch,
+	ids []uint64) ([]model.LogMatch, []uint64, error) {
 	p := Params{"start_ns": from, "end_ns": to, "service": f.Service, "severity": f.Severity,
 		"trace_id": f.TraceID, "limit": int64(limit), "tenant": tenant.FromContext(ctx)}
 	var cond strings.Builder
@@ -130,7 +141,9 @@ func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, l
 	}
 	for i, a := range f.Attributes {
 		k, v := fmt.Sprintf("ak%d", i), fmt.Sprintf("av%d", i)
-		fmt.Fprintf(&cond, "AND (logs.attributes[{%s:String}] = {%s:String} OR logs.resource[{%s:String}] = {%s:String}) ", k, v, k, v)
+		fmt.Fprintf(&cond, "AND (logs.attributes[{%[1]s:String}] = {%[2]s:String} OR logs.resource[{%[1]s:String}] = {%[2]s:String} "+
+			"OR logs.resource_id IN (SELECT resource_id FROM %[3]s WHERE tenant = {tenant:String} AND attributes[{%[1]s:String}] = {%[2]s:String})) ",
+			k, v, r.resourceTable)
 		p[k], p[v] = a.Key, a.Value
 	}
 	err := r.conn.Query(ctx, strings.ReplaceAll(r.logSearch, "${conditions}", cond.String()), p, func(b []byte) error {
@@ -139,10 +152,11 @@ func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, l
 			return err
 		}
 		out = append(out, model.LogMatch{Log: row.log()})
+		ids = append(ids, row.ResourceID)
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("searching logs: %w", err)
+		return nil, nil, fmt.Errorf("searching logs: %w", err)
 	}
-	return out, nil
+	return out, ids, nil
 }

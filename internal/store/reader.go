@@ -79,9 +79,10 @@ type Reader struct {
 	spans, summary, logSearch, logsKept         string
 	traceSearch, services, operations, redQuery string
 	redTallies, dependencies, clockPairs        string
-	spansTable                                  string // qualified with the database
+	spansTable, resourceTable                   string // qualified with the database
 	// The trace's window without and with the part that reads resources.
 	window, windowResources string
+	resourcesByID           string
 
 	// Resources read, by tenant and id. An id is a hash of the resource's
 	// entries (and tenant), so what it names never changes.
@@ -125,7 +126,8 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		operations: limited(Query("operations", db)),
 		redQuery:   limited(redQuery("red", db)), redTallies: limited(redQuery("red_tallies", db)),
 		dependencies: limited(Query("dependencies", db)), clockPairs: limited(Query("clock_pairs", db)),
-		spansTable: db + ".spans"}
+		resourcesByID: limited(Query("resources", db)),
+		spansTable:    db + ".spans", resourceTable: db + ".resources"}
 }
 
 // settingsRe finds a query's own SETTINGS clause, on its last line.
@@ -200,6 +202,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		query, p["resource_ids"] = r.windowResources, missing
 	}
 	var read map[uint64]map[string]string // resources
+	var logResources []uint64             // of each line
 	seen := map[string]bool{}             // findings and offsets, by their row
 	err = r.conn.Query(ctx, query, p, func(b []byte) error {
 		var row windowRow
@@ -215,6 +218,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		switch row.Part {
 		case partLog:
 			t.Logs = append(t.Logs, row.log())
+			logResources = append(logResources, row.ResourceID)
 		case partResource:
 			if read == nil {
 				read = map[uint64]map[string]string{}
@@ -237,6 +241,18 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	if err != nil {
 		return nil, fmt.Errorf("reading the logs, findings and clock offsets of trace %s: %w", traceID, err)
 	}
+	r.setResources(tn, t.Spans, resourceIDs, res, read)
+	// The lines' resources are mostly their spans'; the others come from the
+	// cache or one more read.
+	lineRes, err := r.lineResources(ctx, tn, logResources, res)
+	if err != nil {
+		return nil, fmt.Errorf("reading the resources of trace %s's logs: %w", traceID, err)
+	}
+	for i, id := range logResources {
+		if id != 0 {
+			t.Logs[i].Resource = lineRes[id]
+		}
+	}
 	// The parts of one statement come in any order, and so may their rows.
 	slices.SortStableFunc(t.Logs, func(a, b model.Log) int {
 		return cmp.Or(cmp.Compare(a.TimeUnixNano, b.TimeUnixNano), cmp.Compare(a.ObservedTimeUnixNano, b.ObservedTimeUnixNano))
@@ -247,7 +263,6 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	slices.SortFunc(t.SkewedPairs, func(a, b model.ClockPair) int {
 		return cmp.Or(strings.Compare(a.A, b.A), strings.Compare(a.B, b.B))
 	})
-	r.setResources(tn, t.Spans, resourceIDs, res, read)
 	return t, nil
 }
 
@@ -286,14 +301,13 @@ func splitIDs(ids string) (span, parent string) {
 type windowRow struct {
 	Part int `json:"part"`
 	logRow
-	Kind       string   `json:"kind"`
-	SpanIDs    []string `json:"span_ids"`
-	Subject    string   `json:"subject"`
-	Value      float64  `json:"value"`
-	HostB      string   `json:"host_b"`
-	OffsetNs   int64    `json:"offset_ns"`
-	Samples    int      `json:"samples"`
-	ResourceID uint64   `json:"resource_id"`
+	Kind     string   `json:"kind"`
+	SpanIDs  []string `json:"span_ids"`
+	Subject  string   `json:"subject"`
+	Value    float64  `json:"value"`
+	HostB    string   `json:"host_b"`
+	OffsetNs int64    `json:"offset_ns"`
+	Samples  int      `json:"samples"`
 }
 
 // spanResources are the resources of a trace's spans that the reader's cache
@@ -337,17 +351,8 @@ func (r *Reader) cachedResources(tn string, ids []uint64) spanResources {
 // spans[i]), from res or, for those res lacks, read, which it caches; a
 // resource neither has is empty. Spans of one resource share one copy of it.
 func (r *Reader) setResources(tn string, spans []model.Span, ids []uint64, res spanResources, read map[uint64]map[string]string) {
-	if len(read) > 0 {
-		r.resMu.Lock()
-		if r.resCache == nil || len(r.resCache)+len(read) > maxCachedResources {
-			r.resCache = make(map[resourceKey]map[string]string, len(read))
-		}
-		for id, m := range read {
-			r.resCache[resourceKey{tn, id}] = m
-			res[id] = m
-		}
-		r.resMu.Unlock()
-	}
+	r.cacheResources(tn, read)
+	maps.Copy(res, read)
 	for id, m := range res {
 		// The cache's maps are never handed out: the trace gets a copy.
 		res[id] = maps.Clone(nonNil(m))
@@ -357,6 +362,70 @@ func (r *Reader) setResources(tn string, spans []model.Span, ids []uint64, res s
 			spans[i].Resource = res[id]
 		}
 	}
+}
+
+// cacheResources adds resources read from the store, of tenant tn, to the
+// cache.
+func (r *Reader) cacheResources(tn string, read map[uint64]map[string]string) {
+	if len(read) == 0 {
+		return
+	}
+	r.resMu.Lock()
+	defer r.resMu.Unlock()
+	if r.resCache == nil || len(r.resCache)+len(read) > maxCachedResources {
+		r.resCache = make(map[resourceKey]map[string]string, len(read))
+	}
+	for id, m := range read {
+		r.resCache[resourceKey{tn, id}] = m
+	}
+}
+
+// lineResources returns the resources that ids name (0 for rows that carry
+// theirs), of tenant tn: from have (copies the caller owns), else the cache,
+// else the store in one read, which it caches; one none has is empty.
+func (r *Reader) lineResources(ctx context.Context, tn string, ids []uint64, have spanResources) (map[uint64]map[string]string, error) {
+	found := map[uint64]map[string]string{}
+	var lack []uint64
+	for _, id := range ids {
+		if _, ok := found[id]; ok || id == 0 {
+			continue
+		}
+		if m := have[id]; m != nil {
+			found[id] = m
+			continue
+		}
+		found[id] = nil
+		lack = append(lack, id)
+	}
+	if len(lack) == 0 {
+		return found, nil
+	}
+	cached := r.cachedResources(tn, lack)
+	read := map[uint64]map[string]string{}
+	if list := cached.missing(); list != "" {
+		err := r.conn.Query(ctx, r.resourcesByID, Params{"resource_ids": list, "tenant": tn}, func(b []byte) error {
+			var row struct {
+				ID         uint64            `json:"resource_id"`
+				Attributes map[string]string `json:"attributes"`
+			}
+			if err := json.Unmarshal(b, &row); err != nil {
+				return err
+			}
+			read[row.ID] = nonNil(row.Attributes)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		r.cacheResources(tn, read)
+	}
+	for id, m := range cached {
+		if m == nil {
+			m = read[id]
+		}
+		found[id] = maps.Clone(nonNil(m)) // the cache's maps are never handed out
+	}
+	return found, nil
 }
 
 func (row spanRow) span() model.Span {

@@ -21,21 +21,21 @@ type Retention struct {
 // others drop whole parts.
 var retentionTables = []struct {
 	table, column string
-	logs          bool
+	logs, both    bool // the logs' retention, or the longer of both
 	extra         time.Duration
 	rowByRow      bool
 }{
-	{"spans", "timestamp", false, 0, false},
-	{"trace_summaries", "start", false, 0, false},
-	{"findings", "timestamp", false, 0, false},
-	{"trace_clock", "timestamp", false, 0, false},
-	{"red", "timestamp", false, 0, false},
-	{"red_rollup", "timestamp", false, 0, false},
-	{"clock_pairs", "timestamp", false, 0, false},
-	{"logs", "timestamp", true, 0, false},
+	{"spans", "timestamp", false, false, 0, false},
+	{"trace_summaries", "start", false, false, 0, false},
+	{"findings", "timestamp", false, false, 0, false},
+	{"trace_clock", "timestamp", false, false, 0, false},
+	{"red", "timestamp", false, false, 0, false},
+	{"red_rollup", "timestamp", false, false, 0, false},
+	{"clock_pairs", "timestamp", false, false, 0, false},
+	{"logs", "timestamp", true, false, 0, false},
 	// A resource's last_seen is refreshed hourly while it is in use; the
-	// day more keeps it as long as the last span that names it.
-	{"resources", "last_seen", false, 24 * time.Hour, true},
+	// day more keeps it as long as the last span or log line that names it.
+	{"resources", "last_seen", false, true, 24 * time.Hour, true},
 }
 
 // ApplyRetention sets (or removes) each table's TTL. Like the schema it runs
@@ -49,8 +49,13 @@ func ApplyRetention(ctx context.Context, c Conn, db string, r Retention) error {
 	}
 	for _, t := range retentionTables {
 		keep := r.Traces
-		if t.logs {
+		switch {
+		case t.logs:
 			keep = r.Logs
+		case t.both && (r.Traces == 0 || r.Logs == 0):
+			keep = 0 // forever
+		case t.both:
+			keep = max(r.Traces, r.Logs)
 		}
 		if keep < 0 {
 			return fmt.Errorf("retention of %s must not be negative, got %s", t.table, keep)

@@ -109,7 +109,7 @@ const (
 	logHost
 	logBody
 	logAttributes
-	logResource
+	logResourceID
 	logScopeName
 	logTenant
 )
@@ -125,7 +125,7 @@ var logColumns = []nativeColumnDef{
 	logHost:              {"host", nativeString},
 	logBody:              {"body", nativeString},
 	logAttributes:        {"attributes", nativeStringMap},
-	logResource:          {"resource", nativeStringMap},
+	logResourceID:        {"resource_id", nativeUInt64},
 	logScopeName:         {"scope_name", nativeString},
 	logTenant:            {"tenant", nativeString},
 }
@@ -208,15 +208,20 @@ func (e *rowEncoder) setResource(attrs pcommon.Map) string {
 	return t
 }
 
-// setSpanResource is setResource for spans, whose rows name their resource
-// by id: it also adds the resource to the batch's, once.
+// setSpanResource is setResource for spans: the trace summaries take the
+// tenant too.
 func (e *rowEncoder) setSpanResource(attrs pcommon.Map) {
+	e.sums.setTenant(e.setRowResource(attrs))
+}
+
+// setRowResource is setResource for rows that name their resource by id: it
+// also adds the resource to the batch's, once, and returns the tenant.
+func (e *rowEncoder) setRowResource(attrs pcommon.Map) string {
 	t := e.setResource(attrs)
-	e.sums.setTenant(t)
 	id := resourceID(e.resKeys, e.resValues, e.resEntries, e.tenant)
 	if i, ok := e.resIndex[id]; ok {
 		e.curRes = i
-		return
+		return t
 	}
 	if e.resIndex == nil {
 		e.resIndex = map[uint64]int{}
@@ -231,6 +236,7 @@ func (e *rowEncoder) setSpanResource(attrs pcommon.Map) {
 	e.curRes = len(e.res)
 	e.resIndex[id] = e.curRes
 	e.res = append(e.res, r)
+	return t
 }
 
 // appendSpanRow appends s, of the current resource (setSpanResource), as a
@@ -274,7 +280,7 @@ func (e *rowEncoder) appendSpanRow(scope pcommon.InstrumentationScope, s ptrace.
 	e.block.rows++
 }
 
-// appendLogRow appends lr, of the current resource, as a row of the logs
+// appendLogRow appends lr, of the current resource (setRowResource), as a row of the logs
 // table (see logRow); ts and observed are its times as logTimes gives them.
 func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.LogRecord, ts, observed uint64) {
 	traceID, spanID := lr.TraceID(), lr.SpanID()
@@ -282,6 +288,8 @@ func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.Lo
 		spanID = pcommon.NewSpanIDEmpty() // a span id means nothing without its trace
 	}
 	c := e.block.cols
+	r := &e.res[e.curRes]
+	r.lastSeen = max(r.lastSeen, ts)
 	c[logTimestamp].appendUInt64(ts)
 	c[logObservedTimestamp].appendUInt64(observed)
 	c[logTraceID].data = appendNativeTraceID(c[logTraceID].data, traceID)
@@ -292,7 +300,7 @@ func (e *rowEncoder) appendLogRow(scope pcommon.InstrumentationScope, lr plog.Lo
 	c[logHost].data = append(c[logHost].data, e.host...)
 	c[logBody].data = e.appendNativeValue(c[logBody].data, lr.Body())
 	e.appendAttrMap(&c[logAttributes], lr.Attributes())
-	e.appendResourceMap(&c[logResource])
+	c[logResourceID].appendUInt64(r.id)
 	c[logScopeName].appendString(scope.Name())
 	c[logTenant].data = append(c[logTenant].data, e.tenant...)
 	e.block.rows++

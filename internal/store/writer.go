@@ -105,6 +105,9 @@ type logRow struct {
 	Attributes        map[string]string `json:"attributes"`
 	Resource          map[string]string `json:"resource"`
 	ScopeName         string            `json:"scope_name"`
+	// ResourceID names the line's resource in the resources table; 0 for
+	// rows written before schema 017, which carry Resource themselves.
+	ResourceID uint64 `json:"resource_id,omitempty"`
 }
 
 // WriteTraces stores every span of td, and the findings and clock offsets
@@ -210,13 +213,8 @@ func (e *rowEncoder) appendSpans(td ptrace.Traces, days dayRange, notBefore uint
 // insertSpans inserts the n spans encoded in e, with their resources and
 // trace summaries.
 func (w *Writer) insertSpans(ctx context.Context, e *rowEncoder, n int) error {
-	e.aux.reset(resourceColumns)
-	e.marks = w.resources.appendNew(&e.aux, e.res, e.resArena, e.marks[:0])
-	if e.aux.rows > 0 {
-		if err := w.conn.Insert(ctx, w.resourceTable, FormatNative, e.encodeAux()); err != nil {
-			return fmt.Errorf("inserting the resources of %d spans: %w", n, err)
-		}
-		w.resources.mark(e.marks)
+	if err := w.insertResources(ctx, e, n, "spans"); err != nil {
+		return err
 	}
 	if err := w.conn.Insert(ctx, w.spans, FormatNative, e.encode()); err != nil {
 		return fmt.Errorf("inserting %d spans: %w", n, err)
@@ -229,6 +227,22 @@ func (w *Writer) insertSpans(ctx context.Context, e *rowEncoder, n int) error {
 	return nil
 }
 
+// insertResources inserts the resources of the n rows (of what) encoded in e
+// that the store may lack: before the rows, so that no stored row names a
+// missing one.
+func (w *Writer) insertResources(ctx context.Context, e *rowEncoder, n int, what string) error {
+	e.aux.reset(resourceColumns)
+	e.marks = w.resources.appendNew(&e.aux, e.res, e.resArena, e.marks[:0])
+	if e.aux.rows == 0 {
+		return nil
+	}
+	if err := w.conn.Insert(ctx, w.resourceTable, FormatNative, e.encodeAux()); err != nil {
+		return fmt.Errorf("inserting the resources of %d %s: %w", n, what, err)
+	}
+	w.resources.mark(e.marks)
+	return nil
+}
+
 // WriteLogs stores every log record of ld. Records need no ids: logs are all
 // stored, linked to a trace when they carry one. Records over more days than
 // one insert may write are inserted a range of days at a time.
@@ -237,6 +251,9 @@ func (w *Writer) WriteLogs(ctx context.Context, ld plog.Logs) (WriteStats, error
 	return writeByDays(logColumns, func(e *rowEncoder, days dayRange) WriteStats {
 		return e.appendLogs(ld, days, notBefore)
 	}, func(e *rowEncoder, n int) error {
+		if err := w.insertResources(ctx, e, n, "log records"); err != nil {
+			return err
+		}
 		if err := w.conn.Insert(ctx, w.logs, FormatNative, e.encode()); err != nil {
 			return fmt.Errorf("inserting %d log records: %w", n, err)
 		}
@@ -251,7 +268,7 @@ func (e *rowEncoder) appendLogs(ld plog.Logs, days dayRange, notBefore uint64) W
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
-		e.setResource(rl.Resource().Attributes())
+		e.setRowResource(rl.Resource().Attributes())
 		sls := rl.ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
 			sl := sls.At(j)

@@ -281,7 +281,7 @@ func (w tracesWrite) spanRows(t testing.TB) []map[string]any {
 	return withResources(t, decodeNative(t, w.spans), decodeNative(t, w.groups))
 }
 
-// withResources replaces the resource_id of each span row by the
+// withResources replaces the resource_id of each span or log row by the
 // "resource" of the resources row of that id, which must be there once.
 func withResources(t testing.TB, rows, resources []map[string]any) []map[string]any {
 	t.Helper()
@@ -294,7 +294,7 @@ func withResources(t testing.TB, rows, resources []map[string]any) []map[string]
 	}
 	for _, row := range rows {
 		id := row["resource_id"].(json.Number)
-		require.Contains(t, byID, id, "a span names resource %s, which is not written", id)
+		require.Contains(t, byID, id, "a row names resource %s, which is not written", id)
 		row["resource"] = byID[id]
 		delete(row, "resource_id")
 	}
@@ -354,7 +354,10 @@ func traceRowsOracle(t testing.TB, spans []map[string]any) (summaries []map[stri
 	return summaries
 }
 
-func writeLogs(t testing.TB, ld plog.Logs) ([]byte, WriteStats) {
+// writeLogs writes ld and returns the rows of its one insert into logs,
+// each row's resource_id replaced by the resource it names (withResources),
+// in one insert into resources before it.
+func writeLogs(t testing.TB, ld plog.Logs) ([]map[string]any, WriteStats) {
 	t.Helper()
 	c := &captureConn{}
 	st, err := NewWriter(c, "db").WriteLogs(context.Background(), ld)
@@ -365,7 +368,8 @@ func writeLogs(t testing.TB, ld plog.Logs) ([]byte, WriteStats) {
 		return nil, st
 	}
 	require.Len(t, ins, 1, "one insert per call")
-	return ins[0], st
+	require.Len(t, c.inserts["db.resources"], 1, "one insert of resources per call")
+	return withResources(t, decodeNative(t, ins[0]), decodeNative(t, c.inserts["db.resources"][0])), st
 }
 
 // decodeRows decodes JSONEachRow as ClickHouse and the reader see it: every
@@ -668,7 +672,7 @@ func requireSameLogs(t testing.TB, ld plog.Logs) {
 			row["severity_number"] = json.Number("0")
 		}
 	}
-	require.Equal(t, wantRows, decodeNative(t, got), "old:\n%s", want)
+	require.Equal(t, wantRows, got, "old:\n%s", want)
 }
 
 func allBytes() string {
@@ -1122,7 +1126,7 @@ func TestRowFormat(t *testing.T) {
 		"severity_number": json.Number("17"), "service": "checkout", "host": "", "body": "line\n",
 		"attributes": map[string]any{}, "resource": map[string]any{"service.name": "checkout"}, "scope_name": "",
 		"tenant": "default",
-	}}, decodeNative(t, logs))
+	}}, logs)
 }
 
 func TestAppendStringMatchesEncodingJSON(t *testing.T) {

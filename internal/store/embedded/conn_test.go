@@ -410,6 +410,10 @@ func TestRetention(t *testing.T) {
 	assert.Contains(t, ttl("findings"), "toIntervalSecond(604800)")
 	assert.Contains(t, ttl("resources"), "TTL toDateTime(last_seen) + toIntervalSecond(691200)", "the traces' retention and a day")
 	assert.NotContains(t, ttl("resources"), "ttl_only_drop_parts", "expired row by row")
+	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{Traces: 36 * time.Hour, Logs: 7 * 24 * time.Hour}))
+	assert.Contains(t, ttl("resources"), "TTL toDateTime(last_seen) + toIntervalSecond(691200)", "the logs' retention, longer, and a day")
+	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{Traces: 36 * time.Hour}))
+	assert.NotContains(t, ttl("resources"), "TTL", "logs kept forever keep their resources")
 
 	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{}), "0 keeps forever")
 	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{}), "also when there is no TTL to remove")

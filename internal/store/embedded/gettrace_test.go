@@ -215,3 +215,68 @@ func TestTraceWindowLogsAndFindings(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"first: the window's start", "second"}, bodies(tr.Logs), "the earliest MaxLogs")
 }
+
+// A trace's log lines name their resource by id (schema 017): a line of a
+// span's resource gets it from the spans' read, a line of a resource no span
+// has gets it in one more statement (then from the cache), and a line
+// written before, which carries its resource, keeps it. Log search gives
+// the same resources and finds lines by a resource attribute either way.
+func TestTraceLogResources(t *testing.T) {
+	ctx := context.Background()
+	const tdb = "ts_get_trace_log_resources"
+	w := shopStore(t, tdb, 0x96, tenant.Default, false)
+
+	ld := plog.NewLogs()
+	line := func(attrs map[string]string, at time.Duration, body string) {
+		rl := ld.ResourceLogs().AppendEmpty()
+		for k, v := range attrs {
+			rl.Resource().Attributes().PutStr(k, v)
+		}
+		lr := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(getTraceBase.Add(at)))
+		lr.SetTraceID(traceID(0x96))
+		lr.Body().SetStr(body)
+	}
+	shop := map[string]string{"service.name": "shop", "host.name": "shop-1"}
+	shipper := map[string]string{"service.name": "log-shipper", "host.name": "agent-7"}
+	line(shop, 100*time.Millisecond, "the span's resource")
+	line(shipper, 200*time.Millisecond, "a resource no span has")
+	_, err := w.WriteLogs(ctx, ld)
+	require.NoError(t, err)
+	require.EqualValues(t, 0, count(t, "SELECT count() AS n FROM "+tdb+".logs WHERE resource_id = 0 OR length(resource) > 0", nil),
+		"new lines name their resource by id only")
+	require.NoError(t, conn.Exec(ctx, "INSERT INTO "+tdb+".logs (timestamp, observed_timestamp, trace_id, body, service, resource) "+
+		"VALUES (fromUnixTimestamp64Nano({at:Int64}), fromUnixTimestamp64Nano({at:Int64}), {id:String}, 'written before schema 017', "+
+		"'legacy', map('service.name', 'legacy'))",
+		store.Params{"at": getTraceBase.Add(300 * time.Millisecond).UnixNano(), "id": traceID(0x96).String()}))
+
+	counter := &statementCounter{Conn: conn}
+	r := store.NewReader(counter, tdb, store.ReaderConfig{})
+	want := map[string]map[string]string{"the span's resource": shop, "a resource no span has": shipper,
+		"written before schema 017": {"service.name": "legacy"}}
+	for i, read := range []string{"resources from the table", "resources from the cache"} {
+		counter.n.Store(0)
+		tr, err := r.GetTrace(ctx, traceID(0x96).String())
+		require.NoError(t, err, read)
+		require.Len(t, tr.Logs, 3, read)
+		for _, l := range tr.Logs {
+			assert.Equal(t, want[l.Body], l.Resource, "%s: %s", read, l.Body)
+		}
+		assert.EqualValues(t, 3-i, counter.n.Load(), "%s: the log-shipper's resource is read once", read)
+	}
+
+	from, to := getTraceBase.UnixNano(), getTraceBase.Add(time.Second).UnixNano()
+	for key, value := range map[string]string{"host.name": "agent-7", "service.name": "legacy"} {
+		got, err := r.SearchLogs(ctx, store.LogsFilter{Attributes: []store.AttributeFilter{{Key: key, Value: value}},
+			Start: from, End: to, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, got, 1, "%s=%s", key, value)
+		assert.Equal(t, want[got[0].Body], got[0].Resource)
+	}
+	got, err := store.NewReader(conn, tdb, store.ReaderConfig{}).SearchLogs(ctx, store.LogsFilter{Start: from, End: to, Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, got, 3)
+	for _, l := range got {
+		assert.Equal(t, want[l.Body], l.Resource, "a new reader's search: %s", l.Body)
+	}
+}

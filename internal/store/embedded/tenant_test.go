@@ -116,7 +116,8 @@ func TestTenantsReadTheirOwn(t *testing.T) {
 	}
 	checkTenants(t, store.NewReader(conn, tdb, store.ReaderConfig{LogWindow: time.Minute}))
 	rows := queryRows(t, "SELECT tenant, count() AS n FROM "+tdb+".resources GROUP BY tenant ORDER BY tenant", nil)
-	assert.Equal(t, "[map[n:2 tenant:acme] map[n:2 tenant:default] map[n:2 tenant:globex]]", fmt.Sprint(rows))
+	assert.Equal(t, "[map[n:3 tenant:acme] map[n:3 tenant:default] map[n:3 tenant:globex]]", fmt.Sprint(rows),
+		"each tenant's two resources of spans and one of logs")
 }
 
 // checkTenants reads the store of TestTenantsReadTheirOwn as each tenant,

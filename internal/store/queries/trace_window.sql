@@ -5,7 +5,8 @@
 -- are plain and the reader orders and deduplicates (findings and offsets
 -- may be stored twice after a sampler crash). part says what a row is; the
 -- other parts' columns are at their defaults:
---   0 a log line: the window's earliest {max_logs}
+--   0 a log line: the window's earliest {max_logs}, its resource by id
+--     (resource_id; 0 for lines that carry theirs, written before schema 017)
 --   1 a finding (its summary in body)
 --   2 a host's clock offset (host, offset_ns)
 --   3 a skewed pair of the trace's hosts, the latest in the window (host, host_b)
@@ -15,7 +16,7 @@
 -- read is confined to the tenant.
 SELECT 0 AS part, toUnixTimestamp64Nano(timestamp) AS timestamp, toUnixTimestamp64Nano(observed_timestamp) AS observed_timestamp,
     trace_id, span_id, severity_text, severity_number, service, host, body, attributes, resource, scope_name,
-    '' AS kind, [] AS span_ids, '' AS subject, 0 AS value, '' AS host_b, 0 AS offset_ns, 0 AS samples, 0 AS resource_id
+    '' AS kind, [] AS span_ids, '' AS subject, 0 AS value, '' AS host_b, 0 AS offset_ns, 0 AS samples, resource_id
 FROM ${db}.logs
 WHERE trace_id = {trace_id:String}
   AND tenant = {tenant:String}
