@@ -1457,7 +1457,7 @@ func BenchmarkLogRow(b *testing.B) {
 	b.Run("native", func(b *testing.B) {
 		e := getRowEncoder(logColumns)
 		defer putRowEncoder(e)
-		e.setResource(rl.Resource().Attributes())
+		e.setRowResource(rl.Resource().Attributes())
 		ts, observed := logTimes(lr)
 		b.ReportAllocs()
 		for b.Loop() {
