@@ -80,9 +80,10 @@ type Reader struct {
 	traceSearch, services, operations, redQuery string
 	redTallies, dependencies, clockPairs        string
 	spansTable, resourceTable                   string // qualified with the database
-	// The trace's window without and with the part that reads resources.
-	window, windowResources string
-	resourcesByID           string
+	// The trace's window without and with the part that reads resources,
+	// and with its logs in order (for a trace with more than MaxLogs).
+	window, windowResources, windowOrdered string
+	resourcesByID                          string
 
 	// Resources read, by tenant and id. An id is a hash of the resource's
 	// entries (and tenant), so what it names never changes.
@@ -120,14 +121,25 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	return &Reader{conn: conn, cfg: cfg,
 		spans: limited(Query("trace_spans", db)), summary: limited(Query("findings_summary", db)),
 		logSearch: limited(Query("logs_search", db)), logsKept: limited(Query("logs_kept", db)),
-		window:          limited(strings.ReplaceAll(Query("trace_window", db), "${resources}", "")),
-		windowResources: limited(strings.ReplaceAll(Query("trace_window", db), "${resources}", Query("fragments/trace_resources", db))),
+		window:          limited(traceWindow(db, "", false)),
+		windowResources: limited(traceWindow(db, Query("fragments/trace_resources", db), false)),
+		windowOrdered:   limited(traceWindow(db, "", true)),
 		traceSearch:     limited(Query("traces_search", db)), services: limited(Query("services", db)),
 		operations: limited(Query("operations", db)),
 		redQuery:   limited(redQuery("red", db)), redTallies: limited(redQuery("red_tallies", db)),
 		dependencies: limited(Query("dependencies", db)), clockPairs: limited(Query("clock_pairs", db)),
 		resourcesByID: limited(Query("resources", db)),
 		spansTable:    db + ".spans", resourceTable: db + ".resources"}
+}
+
+// traceWindow is queries/trace_window.sql with resources in its slot, and
+// its logs ordered or not.
+func traceWindow(db, resources string, ordered bool) string {
+	order := ""
+	if ordered {
+		order = "ORDER BY logs.timestamp, logs.observed_timestamp\n"
+	}
+	return strings.NewReplacer("${resources}", resources, "${logs_order}", order).Replace(Query("trace_window", db))
 }
 
 // settingsRe finds a query's own SETTINGS clause, on its last line.
@@ -194,7 +206,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 			hosts[s.Host] = true
 		}
 	}
-	p := Params{"trace_id": traceID, "tenant": tn, "from_ns": startNs - w, "to_ns": endNs + w, "max_logs": uint64(r.cfg.MaxLogs),
+	p := Params{"trace_id": traceID, "tenant": tn, "from_ns": startNs - w, "to_ns": endNs + w, "max_logs": uint64(r.cfg.MaxLogs) + 1,
 		"hosts": strings.Join(slices.Sorted(maps.Keys(hosts)), "\n")}
 	res := r.cachedResources(tn, resourceIDs)
 	query := r.window
@@ -240,6 +252,26 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the logs, findings and clock offsets of trace %s: %w", traceID, err)
+	}
+	if len(t.Logs) > r.cfg.MaxLogs {
+		// The window's lines came in any order: its earliest, again.
+		t.Logs, logResources = t.Logs[:0], logResources[:0]
+		p["max_logs"] = uint64(r.cfg.MaxLogs)
+		delete(p, "resource_ids")
+		err := r.conn.Query(ctx, r.windowOrdered, p, func(b []byte) error {
+			var row windowRow
+			if err := json.Unmarshal(b, &row); err != nil {
+				return err
+			}
+			if row.Part == partLog {
+				t.Logs = append(t.Logs, row.log())
+				logResources = append(logResources, row.ResourceID)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("reading the earliest logs of trace %s: %w", traceID, err)
+		}
 	}
 	r.setResources(tn, t.Spans, resourceIDs, res, read)
 	// The lines' resources are mostly their spans'; the others come from the

@@ -178,14 +178,33 @@ func queryOf(t *testing.T, names []string, sql string) string {
 	t.Helper()
 	limits := ReaderConfig{MaxQueryTime: DefaultMaxQueryTime, MaxQueryMemory: DefaultMaxQueryMemory}
 	for _, name := range names {
-		parts := slotRe.Split(withQueryLimits(Query(name, snapshotDB), limits), -1)
-		if len(parts) == 1 && sql == parts[0] ||
-			len(parts) == 2 && strings.HasPrefix(sql, parts[0]) && strings.HasSuffix(sql, parts[1]) {
+		if filled(sql, slotRe.Split(withQueryLimits(Query(name, snapshotDB), limits), -1)) {
 			return name
 		}
 	}
 	t.Fatalf("the Reader sent SQL that is none of queries/*.sql:\n%s", sql)
 	return ""
+}
+
+// filled says whether sql is the text parts (a query split at its slots)
+// with something, or nothing, in each slot.
+func filled(sql string, parts []string) bool {
+	if len(parts) == 1 {
+		return sql == parts[0]
+	}
+	rest, ok := strings.CutPrefix(sql, parts[0])
+	if !ok {
+		return false
+	}
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(p):]
+	}
+	return strings.HasSuffix(rest, last)
 }
 
 // formatSent is one section of a snapshot: the parameters' names with their
