@@ -215,7 +215,11 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	}
 	var read map[uint64]map[string]string // resources
 	var logResources []uint64             // of each line
-	seen := map[string]bool{}             // findings and offsets, by their row
+	addLog := func(row *windowRow) {
+		t.Logs = append(t.Logs, row.log())
+		logResources = append(logResources, row.ResourceID)
+	}
+	seen := map[string]bool{} // findings and offsets, by their row
 	err = r.conn.Query(ctx, query, p, func(b []byte) error {
 		var row windowRow
 		if err := json.Unmarshal(b, &row); err != nil {
@@ -229,8 +233,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		}
 		switch row.Part {
 		case partLog:
-			t.Logs = append(t.Logs, row.log())
-			logResources = append(logResources, row.ResourceID)
+			addLog(&row)
 		case partResource:
 			if read == nil {
 				read = map[uint64]map[string]string{}
@@ -264,8 +267,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 				return err
 			}
 			if row.Part == partLog {
-				t.Logs = append(t.Logs, row.log())
-				logResources = append(logResources, row.ResourceID)
+				addLog(&row)
 			}
 			return nil
 		})

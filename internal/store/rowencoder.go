@@ -336,15 +336,6 @@ func (e *rowEncoder) appendAttrMap(c *nativeColumn, m pcommon.Map) {
 	c.endMap()
 }
 
-// appendResourceMap appends the current resource as the current row's value
-// of a map column.
-func (e *rowEncoder) appendResourceMap(c *nativeColumn) {
-	c.keys = append(c.keys, e.resKeys...)
-	c.values = append(c.values, e.resValues...)
-	c.entries += e.resEntries
-	c.endMap()
-}
-
 // appendAttrEntries appends the entries of m to a map column's keys and
 // values, and says how many it appended: values as Value.AsString renders
 // them, each key once with its last value, but for key skip (none when "").
