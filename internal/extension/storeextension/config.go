@@ -29,7 +29,7 @@ type Config struct {
 	// server is used instead of the embedded engine.
 	ClickHouse ClickHouseConfig `mapstructure:"clickhouse"`
 	// LogWindow is how far before a trace's first span and after its last
-	// one the trace's logs are looked for. Default: 1h.
+	// one the trace's logs are looked for. Default: 5m.
 	LogWindow time.Duration `mapstructure:"log_window"`
 	// MaxLogsPerTrace caps the logs returned with one trace. Default: 10000.
 	MaxLogsPerTrace int `mapstructure:"max_logs_per_trace"`
@@ -81,7 +81,7 @@ func createDefaultConfig() *Config {
 	return &Config{
 		Database:         "tracesift",
 		Embedded:         EmbeddedConfig{Path: "./data"},
-		LogWindow:        time.Hour,
+		LogWindow:        store.DefaultLogWindow,
 		MaxLogsPerTrace:  10000,
 		MaxSpansPerTrace: store.DefaultMaxSpansPerTrace,
 		MaxQueryTime:     store.DefaultMaxQueryTime,
