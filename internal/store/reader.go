@@ -64,10 +64,9 @@ type ReaderConfig struct {
 
 // Defaults of ReaderConfig.
 const (
-	// DefaultLogWindow is wide enough for lines logged around a trace's
-	// spans on hosts whose clocks are minutes apart; the logs part reads the
-	// trace id's bloom filter of every granule in the window, which at 100 M
-	// spans made an hour each side twice as slow a first read.
+	// DefaultLogWindow covers lines logged around a trace's spans on hosts
+	// whose clocks are minutes apart; no wider, as the logs part reads the
+	// trace id's bloom filter of every granule in the window.
 	DefaultLogWindow        = 5 * time.Minute
 	DefaultMaxSpansPerTrace = 100000
 	DefaultMaxQueryTime     = 4 * time.Second
