@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -40,12 +41,23 @@ import (
 	"github.com/tracesift/tracesift/internal/query"
 )
 
+// freePort returns a port free now, below the kernel's ephemeral range
+// (32768 and up): a port from that range, freed, could be taken as the local
+// port of any process's next outgoing connection before the collector
+// listens on it.
 func freePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	for range 1000 {
+		port := 20000 + rand.IntN(12768)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue
+		}
+		l.Close()
+		return port
+	}
+	t.Fatal("no free port between 20000 and 32767")
+	return 0
 }
 
 // eventually polls cond until it holds or the deadline passes: the sampler
