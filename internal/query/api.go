@@ -40,8 +40,8 @@ type TraceReader interface {
 // Limits bound the reads the API runs at once.
 type Limits struct {
 	// MaxConcurrent is how many requests may read the store at once; the
-	// embedded engine runs one statement at a time, so more only queue
-	// there. Default 4.
+	// embedded engine runs two reads at a time, so more only queue there.
+	// Default 4.
 	MaxConcurrent int
 	// QueueWait is how long a request waits for its turn before it is
 	// answered 503 with Retry-After. Default 2 s.

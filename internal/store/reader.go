@@ -54,8 +54,7 @@ type ReaderConfig struct {
 	MaxSpans int
 	// MaxQueryTime bounds each statement of a read in the engine
 	// (max_execution_time): past it the read fails with a query-limit error
-	// (IsQueryLimit). The embedded engine runs one statement at a time, so
-	// this is also the longest a read holds inserts back. Default 4 s.
+	// (IsQueryLimit). Default 4 s.
 	MaxQueryTime time.Duration
 	// MaxQueryMemory bounds each statement's memory in the engine
 	// (max_memory_usage), in bytes. Default 1 GiB.

@@ -37,9 +37,7 @@ type Config struct {
 	// earliest; the answer says it was truncated). Default: 100000.
 	MaxSpansPerTrace int `mapstructure:"max_spans_per_trace"`
 	// MaxQueryTime bounds each statement of a read (ClickHouse's
-	// max_execution_time); a read past it is answered 400. The embedded
-	// engine runs one statement at a time, inserts included, so this is
-	// also the longest a read holds ingestion back. Default: 4s.
+	// max_execution_time); a read past it is answered 400. Default: 4s.
 	MaxQueryTime time.Duration `mapstructure:"max_query_time"`
 	// MaxQueryMemory bounds each statement's memory in bytes (ClickHouse's
 	// max_memory_usage). Default: 1073741824 (1 GiB).

@@ -136,8 +136,9 @@ func bind(h uintptr, path string) (e *engine, err error) {
 	return e, nil
 }
 
-// session is one connection of the engine to a data directory. The engine
-// takes one at a time per process.
+// session is one connection of the engine to a data directory. A process
+// may open several, all to the same directory; each runs one statement at a
+// time, and the engine runs the sessions' statements in parallel.
 type session struct {
 	e    *engine
 	conn unsafe.Pointer // chdb_connection *

@@ -2,7 +2,6 @@ package embedded
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,50 +9,48 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// A write waiting for the engine goes before every read waiting with it, so
-// an insert waits for the statement running at most; a read waiting gives up
-// when its context ends.
-func TestTurnsPutWritesFirst(t *testing.T) {
-	var tr turns
-	require.NoError(t, tr.enter(context.Background(), false)) // a read runs
-	var (
-		mu    sync.Mutex
-		order []string
-		wg    sync.WaitGroup
-	)
-	queued := func(name string, write bool) {
-		wg.Go(func() {
-			require.NoError(t, tr.enter(context.Background(), write))
-			mu.Lock()
-			order = append(order, name)
-			mu.Unlock()
-			tr.leave()
-		})
+// A read runs while a write runs: reads have sessions of their own.
+func TestReadsDoNotWaitForWrites(t *testing.T) {
+	ctx := context.Background()
+	wrote := make(chan error, 1)
+	running := make(chan struct{})
+	go func() {
+		// Every write session is taken: one by this slow statement, the
+		// others held until it runs.
+		var held []*session
+		for range writeSessions - 1 {
+			held = append(held, <-conn.writes)
+		}
+		defer func() {
+			for _, s := range held {
+				conn.writes <- s
+			}
+		}()
+		close(running)
+		wrote <- conn.Exec(ctx, "SELECT sleep(2)", nil)
+	}()
+	<-running
+	// Once the engine runs the write, a read.
+	require.Eventually(t, func() bool {
+		n := 0
+		require.NoError(t, conn.Query(ctx, "SELECT 1 FROM system.processes WHERE query LIKE 'SELECT sleep(2)%'", nil,
+			func([]byte) error { n++; return nil }))
+		return n == 1
+	}, 10*time.Second, time.Millisecond)
+	select {
+	case err := <-wrote:
+		t.Fatalf("the read waited for the write (%v)", err)
+	default:
 	}
-	queued("read 1", false)
-	queued("read 2", false)
-	// The reads wait for the running one; the write comes after them.
-	require.Eventually(t, func() bool {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		return tr.free != nil
-	}, 5*time.Second, time.Millisecond)
-	queued("write", true)
-	require.Eventually(t, func() bool {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		return tr.writers == 1
-	}, 5*time.Second, time.Millisecond)
+	require.NoError(t, <-wrote)
+}
 
+// A statement waiting for a session gives up when its context ends.
+func TestWaitingForASessionEndsWithTheContext(t *testing.T) {
+	p := make(sessions, 1) // no idle session
 	ctx, cancel := context.WithCancel(context.Background())
-	gaveUp := make(chan error, 1)
-	go func() { gaveUp <- tr.enter(ctx, false) }()
+	done := make(chan error, 1)
+	go func() { done <- p.do(ctx, func(*session) error { return nil }) }()
 	cancel()
-	assert.ErrorIs(t, <-gaveUp, context.Canceled)
-
-	tr.leave() // the running read ends
-	wg.Wait()
-	require.Len(t, order, 3)
-	assert.Equal(t, "write", order[0], "the write goes first: %v", order)
-	assert.False(t, tr.busy)
+	assert.ErrorIs(t, <-done, context.Canceled)
 }
