@@ -79,7 +79,7 @@ type Reader struct {
 	conn Conn
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
-	spans, summary, logSearch, logsKept         string
+	spans, facts, summary, logSearch, logsKept  string
 	traceSearch, services, operations, redQuery string
 	redTallies, dependencies, clockPairs        string
 	spansTable, resourceTable                   string // qualified with the database
@@ -122,7 +122,8 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	}
 	limited := func(q string) string { return withQueryLimits(q, cfg) }
 	return &Reader{conn: conn, cfg: cfg,
-		spans: limited(Query("trace_spans", db)), summary: limited(Query("findings_summary", db)),
+		spans: limited(Query("trace_spans", db)), facts: limited(Query("trace_facts", db)),
+		summary:   limited(Query("findings_summary", db)),
 		logSearch: limited(Query("logs_search", db)), logsKept: limited(Query("logs_kept", db)),
 		window:          limited(traceWindow(db, "", false)),
 		windowResources: limited(traceWindow(db, Query("fragments/trace_resources", db), false)),
@@ -160,15 +161,16 @@ func withQueryLimits(q string, cfg ReaderConfig) string {
 }
 
 // GetTrace returns the trace's spans, logs, findings and clock offsets, or
-// ErrNotFound, in two statements: its spans (queries/trace_spans.sql), then
-// what their time window holds (trace_window.sql), with the resources the
-// reader's cache lacks. Its slices and maps are empty, not nil, when there
-// is nothing.
+// ErrNotFound, in three statements: its spans (queries/trace_spans.sql) and,
+// at the same time, its findings and clock offsets (trace_facts.sql); then
+// what the spans' time window holds (trace_window.sql), with the resources
+// the reader's cache lacks. Its slices and maps are empty, not nil, when
+// there is nothing.
 //
-// Two, not one: one statement could bound its reads of logs and findings by
-// the spans' window only through a scalar subquery, which reads the trace's
-// spans again and is planned again wherever it is named: measured, slower
-// than a second statement.
+// The window's statement follows the spans: one statement could bound its
+// read of logs by the spans' window only through a scalar subquery, which
+// reads the trace's spans again and is planned again wherever it is named:
+// measured, slower than a second statement.
 func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, error) {
 	if !ValidTraceID(traceID) {
 		return nil, fmt.Errorf("trace id %q: want 32 lowercase hex characters", traceID)
@@ -176,6 +178,8 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	t := &model.Trace{TraceID: traceID, Spans: []model.Span{}, Logs: []model.Log{}, Findings: []model.Finding{},
 		ClockOffsets: map[string]int64{}}
 	tn := tenant.FromContext(ctx)
+	facts := make(chan error, 1)
+	go func() { facts <- r.readFacts(ctx, t, tn) }()
 	var resourceIDs []uint64 // of each span
 	err := r.conn.Query(ctx, r.spans, Params{"trace_id": traceID, "tenant": tn, "max_spans": uint64(r.cfg.MaxSpans) + 1}, func(b []byte) error {
 		if len(t.Spans) == r.cfg.MaxSpans {
@@ -191,6 +195,9 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		resourceIDs = append(resourceIDs, row.ResourceID)
 		return nil
 	})
+	if ferr := <-facts; err == nil && ferr != nil {
+		return nil, fmt.Errorf("reading the findings and clock offsets of trace %s: %w", traceID, ferr)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reading the spans of trace %s: %w", traceID, err)
 	}
@@ -222,17 +229,10 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		t.Logs = append(t.Logs, row.log())
 		logResources = append(logResources, row.ResourceID)
 	}
-	seen := map[string]bool{} // findings and offsets, by their row
 	err = r.conn.Query(ctx, query, p, func(b []byte) error {
 		var row windowRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
-		}
-		if row.Part == partFinding || row.Part == partClockOffset {
-			if seen[string(b)] {
-				return nil
-			}
-			seen[string(b)] = true
 		}
 		switch row.Part {
 		case partLog:
@@ -242,14 +242,6 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 				read = map[uint64]map[string]string{}
 			}
 			read[row.ResourceID] = nonNil(row.Attributes)
-		case partFinding:
-			if row.SpanIDs == nil {
-				row.SpanIDs = []string{}
-			}
-			t.Findings = append(t.Findings, model.Finding{TraceID: traceID, Kind: row.Kind, SpanIDs: row.SpanIDs,
-				Service: row.Service, Subject: row.Subject, Value: row.Value, Summary: row.Body})
-		case partClockOffset:
-			t.ClockOffsets[row.Host] = row.OffsetNs
 		case partSkewedPair:
 			t.SkewedPairs = append(t.SkewedPairs, model.ClockPair{A: row.Host, B: row.HostB, OffsetNanos: row.OffsetNs,
 				Samples: row.Samples})
@@ -257,7 +249,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading the logs, findings and clock offsets of trace %s: %w", traceID, err)
+		return nil, fmt.Errorf("reading the logs and skewed host pairs of trace %s: %w", traceID, err)
 	}
 	if len(t.Logs) > r.cfg.MaxLogs {
 		// The window's lines came in any order: its earliest, again.
@@ -303,7 +295,34 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	return t, nil
 }
 
-// The parts of queries/trace_window.sql's rows.
+// readFacts reads the trace's findings and clock offsets into t (its
+// Findings and ClockOffsets only), each once.
+func (r *Reader) readFacts(ctx context.Context, t *model.Trace, tn string) error {
+	seen := map[string]bool{} // by their row
+	return r.conn.Query(ctx, r.facts, Params{"trace_id": t.TraceID, "tenant": tn}, func(b []byte) error {
+		if seen[string(b)] {
+			return nil
+		}
+		seen[string(b)] = true
+		var row windowRow
+		if err := json.Unmarshal(b, &row); err != nil {
+			return err
+		}
+		switch row.Part {
+		case partFinding:
+			if row.SpanIDs == nil {
+				row.SpanIDs = []string{}
+			}
+			t.Findings = append(t.Findings, model.Finding{TraceID: t.TraceID, Kind: row.Kind, SpanIDs: row.SpanIDs,
+				Service: row.Service, Subject: row.Subject, Value: row.Value, Summary: row.Body})
+		case partClockOffset:
+			t.ClockOffsets[row.Host] = row.OffsetNs
+		}
+		return nil
+	})
+}
+
+// The parts of the rows of queries/trace_window.sql and trace_facts.sql.
 const (
 	partLog = iota
 	partFinding
@@ -333,8 +352,8 @@ func splitIDs(ids string) (span, parent string) {
 	return span, parent
 }
 
-// windowRow is a row of queries/trace_window.sql: a log line, a finding, a
-// clock offset, a skewed pair or a resource, by Part.
+// windowRow is a row of queries/trace_window.sql or trace_facts.sql: a log
+// line, a finding, a clock offset, a skewed pair or a resource, by Part.
 type windowRow struct {
 	Part int `json:"part"`
 	logRow

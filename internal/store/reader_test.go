@@ -14,7 +14,7 @@ import (
 type traceConn struct{ recordingConn }
 
 func (c *traceConn) Query(ctx context.Context, query string, params Params, row func([]byte) error) error {
-	c.sent = append(c.sent, sentQuery{sql: query, params: params})
+	c.record(query, params)
 	if strings.Contains(query, "FROM "+snapshotDB+".spans") {
 		return row([]byte(`{"timestamp":1,"ids":"0A0B0C0D0E0F10110000000000000000","resource_id":7}`))
 	}
@@ -24,8 +24,9 @@ func (c *traceConn) Query(ctx context.Context, query string, params Params, row 
 	return nil
 }
 
-// A trace by id is its spans, then its window in one statement that reads
-// the spans' resources too while the reader has not cached them.
+// A trace by id is its spans and, beside them, its findings and offsets;
+// then its window in one statement that reads the spans' resources too while
+// the reader has not cached them.
 func TestGetTraceStatements(t *testing.T) {
 	c := &traceConn{}
 	r := NewReader(c, snapshotDB, ReaderConfig{})
@@ -36,11 +37,11 @@ func TestGetTraceStatements(t *testing.T) {
 		require.Len(t, tr.Spans, 1)
 		assert.Equal(t, "0a0b0c0d0e0f1011", tr.Spans[0].SpanID)
 		assert.Equal(t, map[string]string{"host.name": "shop-1"}, tr.Spans[0].Resource, "read %d", i+1)
-		require.Len(t, c.sent, 2, "read %d", i+1)
-		assert.Equal(t, r.spans, c.sent[0].sql)
-		assert.Contains(t, c.sent[1].sql, "FROM "+snapshotDB+".logs")
-		assert.Equal(t, withResources, strings.Contains(c.sent[1].sql, "FROM "+snapshotDB+".resources"), "read %d", i+1)
-		assert.Equal(t, withResources, c.sent[1].params["resource_ids"] == "7", "read %d", i+1)
+		require.Len(t, c.sent, 3, "read %d", i+1)
+		assert.ElementsMatch(t, []string{r.spans, r.facts}, []string{c.sent[0].sql, c.sent[1].sql})
+		assert.Contains(t, c.sent[2].sql, "FROM "+snapshotDB+".logs")
+		assert.Equal(t, withResources, strings.Contains(c.sent[2].sql, "FROM "+snapshotDB+".resources"), "read %d", i+1)
+		assert.Equal(t, withResources, c.sent[2].params["resource_ids"] == "7", "read %d", i+1)
 	}
 }
 

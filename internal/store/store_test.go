@@ -67,7 +67,7 @@ func TestSchemaStatements(t *testing.T) {
 }
 
 func TestQueriesSnapshot(t *testing.T) {
-	for _, name := range []string{"trace_spans", "trace_window"} {
+	for _, name := range []string{"trace_spans", "trace_facts", "trace_window"} {
 		q := Query(name, "tsdb")
 		assert.Contains(t, q, "tsdb.", name)
 		assert.Contains(t, q, "{trace_id:String}", "%s reads one trace by a bound parameter", name)

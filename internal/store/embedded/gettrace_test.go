@@ -69,10 +69,11 @@ func shopStore(t *testing.T, db string, id byte, tn string, more bool) *store.Wr
 	return w
 }
 
-// A trace by id is two statements, its spans and then its window's logs,
-// findings and clock offsets, with the resources the reader has not cached
-// yet; one when there is no such trace.
-func TestTraceReadInTwoStatements(t *testing.T) {
+// A trace by id is three statements: its spans and, at the same time, its
+// findings and clock offsets; then its window's logs and skewed pairs, with
+// the resources the reader has not cached yet. Two when there is no such
+// trace.
+func TestTraceReadInThreeStatements(t *testing.T) {
 	ctx := context.Background()
 	const tdb = "ts_get_trace"
 	shopStore(t, tdb, 0x91, tenant.Default, false)
@@ -86,12 +87,12 @@ func TestTraceReadInTwoStatements(t *testing.T) {
 		require.NoError(t, err, read)
 		require.Len(t, tr.Spans, 1, read)
 		assert.Equal(t, want, tr.Spans[0].Resource, read)
-		assert.EqualValues(t, 2, counter.n.Load(), read)
+		assert.EqualValues(t, 3, counter.n.Load(), read)
 	}
 	counter.n.Store(0)
 	_, err := r.GetTrace(ctx, traceID(0x92).String())
 	require.ErrorIs(t, err, store.ErrNotFound)
-	assert.EqualValues(t, 1, counter.n.Load(), "no spans: no second statement")
+	assert.EqualValues(t, 2, counter.n.Load(), "no spans: no window statement")
 }
 
 // A trace with nothing but spans reads as empty logs, findings and offsets,
@@ -262,7 +263,7 @@ func TestTraceLogResources(t *testing.T) {
 		for _, l := range tr.Logs {
 			assert.Equal(t, want[l.Body], l.Resource, "%s: %s", read, l.Body)
 		}
-		assert.EqualValues(t, 3-i, counter.n.Load(), "%s: the log-shipper's resource is read once", read)
+		assert.EqualValues(t, 4-i, counter.n.Load(), "%s: the log-shipper's resource is read once", read)
 	}
 
 	from, to := getTraceBase.UnixNano(), getTraceBase.Add(time.Second).UnixNano()

@@ -2,42 +2,28 @@
 -- second of Reader.GetTrace, once the spans gave the window ({from_ns},
 -- {to_ns}, widened by the log window) and hosts ({hosts}, one a line).
 -- Each part costs planning time whether it reads rows or not, so the parts
--- are plain and the reader orders and deduplicates (findings and offsets
--- may be stored twice after a sampler crash). part says what a row is; the
--- other parts' columns are at their defaults:
+-- are plain and the reader orders. part says what a row is; the other
+-- parts' columns are at their defaults (1 and 2, findings and clock offsets,
+-- are trace_facts.sql's, read beside the spans):
 --   0 a log line, {max_logs} at most, its resource by id (resource_id; 0 for
 --     lines that carry theirs, written before schema 017). Unordered: the
 --     reader asks for one line more than it keeps, and only for a trace with
 --     more reads its earliest again, ordered in the slot before LIMIT
 --     (ordering cost every read ~4 ms).
---   1 a finding (its summary in body)
---   2 a host's clock offset (host, offset_ns)
 --   3 a skewed pair of the trace's hosts, the latest in the window (host, host_b)
 --   4 a resource the reader has not cached (fragments/trace_resources.sql)
--- Findings and offsets are sorted by trace id, so they are read without the
--- window: its bounds only pruned days and cost planning time. Each table
--- read is confined to the tenant.
+-- Each table read is confined to the tenant.
 SELECT 0 AS part, toUnixTimestamp64Nano(timestamp) AS timestamp, toUnixTimestamp64Nano(observed_timestamp) AS observed_timestamp,
     trace_id, span_id, severity_text, severity_number, service, host, body, attributes, resource, scope_name,
-    '' AS kind, [] AS span_ids, '' AS subject, 0 AS value, '' AS host_b, 0 AS offset_ns, 0 AS samples, resource_id
+    '' AS host_b, 0 AS offset_ns, 0 AS samples, resource_id
 FROM ${db}.logs
 WHERE trace_id = {trace_id:String}
   AND tenant = {tenant:String}
   AND logs.timestamp >= fromUnixTimestamp64Nano({from_ns:Int64})
   AND logs.timestamp <= fromUnixTimestamp64Nano({to_ns:Int64})
 ${logs_order}LIMIT {max_logs:UInt64}
-UNION ALL
-SELECT 1, 0, 0, '', '', '', 0, service, '', summary, map(), map(), '', kind, span_ids, subject, value, '', 0, 0, 0
-FROM ${db}.findings
-WHERE trace_id = {trace_id:String}
-  AND tenant = {tenant:String}
-UNION ALL
-SELECT 2, 0, 0, '', '', '', 0, '', host, '', map(), map(), '', '', [], '', 0, '', offset_ns, 0, 0
-FROM ${db}.trace_clock
-WHERE trace_id = {trace_id:String}
-  AND tenant = {tenant:String}
 ${resources}UNION ALL
-SELECT 3, 0, 0, '', '', '', 0, '', host_a, '', map(), map(), '', '', [], '', 0, host_b, argMax(offset_ns, timestamp),
+SELECT 3, 0, 0, '', '', '', 0, '', host_a, '', map(), map(), '', host_b, argMax(offset_ns, timestamp),
     argMax(samples, timestamp), 0
 FROM ${db}.clock_pairs
 WHERE tenant = {tenant:String}
