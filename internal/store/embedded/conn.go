@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/tracesift/tracesift/internal/store"
@@ -28,6 +29,7 @@ import (
 type Conn struct {
 	reads, writes sessions
 	all           []*session
+	closing       sync.Once
 	// insertDir holds each insert's rows for the moment the engine reads
 	// them (see Insert).
 	insertDir string
@@ -83,7 +85,7 @@ func Open(dataDir string) (*Conn, error) {
 	for len(c.all) < readSessions+writeSessions {
 		more, err := openSession(dataDir)
 		if err != nil {
-			c.Close()
+			c.closeNow()
 			return nil, err
 		}
 		c.all = append(c.all, more)
@@ -92,7 +94,7 @@ func Open(dataDir string) (*Conn, error) {
 	// server through clickhouse-go.
 	for _, s := range c.all {
 		if err := s.run("SET output_format_json_quote_64bit_integers = 0", nil); err != nil {
-			c.Close()
+			c.closeNow()
 			return nil, err
 		}
 	}
@@ -105,13 +107,13 @@ func Open(dataDir string) (*Conn, error) {
 	}
 	set, err := store.SessionSettings(context.Background(), c)
 	if err != nil {
-		c.Close()
+		c.closeNow()
 		return nil, err
 	}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
 		for _, s := range c.all {
 			if err := s.run(fmt.Sprintf("SET %s = %s", name, set[name]), nil); err != nil {
-				c.Close()
+				c.closeNow()
 				return nil, err
 			}
 		}
@@ -234,9 +236,26 @@ func (s *session) runRows(q string, row func([]byte) error) error {
 	})
 }
 
-// Close ends the sessions; the data stays in its directory. No statement
-// may run during or after it.
+// Close ends the sessions once the statements running on them have ended;
+// the data stays in its directory. A statement after it waits until its
+// context ends.
 func (c *Conn) Close() error {
+	var err error
+	c.closing.Do(func() {
+		for range cap(c.reads) {
+			<-c.reads
+		}
+		for range cap(c.writes) {
+			<-c.writes
+		}
+		err = c.closeNow()
+	})
+	return err
+}
+
+// closeNow ends the sessions, running or not, and removes the directory of
+// inserts.
+func (c *Conn) closeNow() error {
 	for _, s := range c.all {
 		s.close()
 	}
