@@ -24,8 +24,7 @@ import (
 // Conn is a store.Conn on sessions of chDB over one data directory. Each
 // session runs one statement at a time; the engine runs the statements of
 // different sessions in parallel. Reads and writes have sessions of their
-// own, so a read never waits for an insert (with one session it waited for
-// the insert running: ~250 ms for 50 000 spans) and two inserts run at once.
+// own, so a read never waits for an insert, and two inserts run at once.
 type Conn struct {
 	reads, writes sessions
 	all           []*session
@@ -35,8 +34,9 @@ type Conn struct {
 	insertDir string
 }
 
-// Sessions a Conn opens for reads and for writes: as many as this machine's
-// two cores keep busy; more statements wait for a session.
+// Sessions a Conn opens for reads and for writes; more statements wait for
+// a session. Two of each keep two cores busy without a read or an insert
+// waiting for the other kind.
 const (
 	readSessions  = 2
 	writeSessions = 2
