@@ -1,5 +1,5 @@
 // Package storeextension is the `tracesift_store` extension: it owns the one
-// connection to the store (chDB allows one session per process) and hands a
+// connection to the store (chDB opens one data directory per process) and hands a
 // writer and a reader to the components that name it, as storage extensions
 // do in the OpenTelemetry Collector.
 package storeextension

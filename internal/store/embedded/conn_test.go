@@ -21,7 +21,7 @@ import (
 	"github.com/tracesift/tracesift/internal/store"
 )
 
-// chDB allows one session per process, so the package shares one.
+// chDB opens one data directory per process, so the package shares one store.
 var conn *Conn
 
 func TestMain(m *testing.M) {
