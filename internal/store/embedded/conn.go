@@ -90,14 +90,6 @@ func Open(dataDir string) (*Conn, error) {
 		}
 		c.all = append(c.all, more)
 	}
-	// Readers decode 64-bit integers as JSON numbers, as they come from a
-	// server through clickhouse-go.
-	for _, s := range c.all {
-		if err := s.run("SET output_format_json_quote_64bit_integers = 0", nil); err != nil {
-			c.closeNow()
-			return nil, err
-		}
-	}
 	for i, s := range c.all {
 		if i < readSessions {
 			c.reads <- s
@@ -110,9 +102,15 @@ func Open(dataDir string) (*Conn, error) {
 		c.closeNow()
 		return nil, err
 	}
+	// Readers decode 64-bit integers as JSON numbers, as they come from a
+	// server through clickhouse-go.
+	settings := []string{"SET output_format_json_quote_64bit_integers = 0"}
 	for _, name := range slices.Sorted(maps.Keys(set)) {
-		for _, s := range c.all {
-			if err := s.run(fmt.Sprintf("SET %s = %s", name, set[name]), nil); err != nil {
+		settings = append(settings, fmt.Sprintf("SET %s = %s", name, set[name]))
+	}
+	for _, s := range c.all {
+		for _, q := range settings {
+			if err := s.run(q, nil); err != nil {
 				c.closeNow()
 				return nil, err
 			}
