@@ -12,11 +12,13 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/tracesift/tracesift/internal/store"
 )
@@ -206,11 +208,50 @@ func (c *Conn) Query(ctx context.Context, query string, params store.Params, row
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	q, err := store.RenderParams(query, params)
-	if err != nil {
+	if _, err := store.RenderParams(query, params); err != nil {
 		return err
 	}
-	return c.reads.do(ctx, func(s *session) error { return s.runRows(q, row) })
+	return c.reads.do(ctx, func(s *session) error {
+		// Bounded before the parameters' values are in it.
+		bounded, err := withinDeadline(ctx, query)
+		if err != nil {
+			return err
+		}
+		q, err := store.RenderParams(bounded, params)
+		if err != nil {
+			return err
+		}
+		return s.runRows(q, row)
+	})
+}
+
+// maxTimeRe finds a statement's bound on its run time in its SETTINGS
+// clause, on its last line (a read's limits, store.ReaderConfig), in seconds.
+var maxTimeRe = regexp.MustCompile(`\nSETTINGS [^\n]*\bmax_execution_time = ([0-9]+(?:\.[0-9]+)?)[^\n]*\s*$`)
+
+// withinDeadline is q with its run time bound cut to what is left until
+// ctx's deadline. The engine does not stop a statement when its context
+// ends, as a server does, and a read may have waited for its session: the
+// request's time bounds the read however long the wait was.
+func withinDeadline(ctx context.Context, q string) (string, error) {
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		return q, nil
+	}
+	// In milliseconds: a bound of 0 would be none.
+	left := time.Until(deadline)
+	if left < time.Millisecond {
+		return "", context.DeadlineExceeded
+	}
+	m := maxTimeRe.FindStringSubmatchIndex(q)
+	if m == nil {
+		return q, nil
+	}
+	bound, err := strconv.ParseFloat(q[m[2]:m[3]], 64)
+	if err != nil || bound <= left.Seconds() {
+		return q, nil
+	}
+	return q[:m[2]] + strconv.FormatFloat(left.Seconds(), 'f', 3, 64) + q[m[3]:], nil
 }
 
 // runRows runs q and passes each row of its output to row.

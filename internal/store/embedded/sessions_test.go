@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/tracesift/tracesift/internal/store"
 )
 
 // A read runs while a write runs: reads have sessions of their own.
@@ -53,4 +55,36 @@ func TestWaitingForASessionEndsWithTheContext(t *testing.T) {
 	go func() { done <- p.do(ctx, func(*session) error { return nil }) }()
 	cancel()
 	assert.ErrorIs(t, <-done, context.Canceled)
+}
+
+// A read's bound on its run time is cut to what is left of its context's
+// deadline, once it has a session: the engine does not stop a statement when
+// its context ends.
+func TestReadsEndByTheirDeadline(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	began := time.Now()
+	// 10 s of sleeping, bounded at 30 s by its own setting.
+	err := conn.Query(ctx, "SELECT sleepEachRow(0.1) FROM numbers(100)\nSETTINGS max_execution_time = 30, max_block_size = 1",
+		nil, func([]byte) error { return nil })
+	require.Error(t, err)
+	assert.True(t, store.IsQueryLimit(err), "%v", err)
+	assert.Less(t, time.Since(began), 5*time.Second)
+
+	soon, cancelSoon := context.WithTimeout(context.Background(), time.Second)
+	defer cancelSoon()
+	cut, err := withinDeadline(soon, "SELECT 1 -- max_execution_time = 9\nSETTINGS max_execution_time = 4, max_memory_usage = 10")
+	require.NoError(t, err)
+	assert.Regexp(t, `^SELECT 1 -- max_execution_time = 9\nSETTINGS max_execution_time = [01]\.[0-9]{3}, max_memory_usage = 10$`, cut)
+	for _, q := range []string{"SELECT 1\nSETTINGS max_execution_time = 0.5", "SELECT 'max_execution_time = 9'"} {
+		kept, err := withinDeadline(soon, q)
+		require.NoError(t, err)
+		assert.Equal(t, q, kept, "a bound within the deadline, or none")
+	}
+	kept, err := withinDeadline(context.Background(), "SELECT 1\nSETTINGS max_execution_time = 4")
+	require.NoError(t, err)
+	assert.Equal(t, "SELECT 1\nSETTINGS max_execution_time = 4", kept, "no deadline")
+	<-ctx.Done()
+	_, err = withinDeadline(ctx, "SELECT 1")
+	require.ErrorIs(t, err, context.DeadlineExceeded, "no time left")
 }
