@@ -2,14 +2,18 @@ package embedded
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/store"
 )
@@ -84,10 +88,10 @@ func TestSchemaAppliesFilesAboveRecorded(t *testing.T) {
 	require.NoError(t, store.ApplySchema(ctx, conn, fresh))
 
 	// The store as the build before the last file left it, recorded at
-	// len(want)-1, and short of an index of 006 (idx_attr_values), which
-	// applying 006 again would add.
+	// len(want)-1, and short of an index of 010 (trace_summaries'
+	// idx_trace_id), which applying 010 again would add.
 	schemaUpTo(t, vdb, len(want)-1)
-	require.NoError(t, conn.Exec(ctx, "ALTER TABLE "+vdb+".spans DROP INDEX idx_attr_values", nil))
+	require.NoError(t, conn.Exec(ctx, "ALTER TABLE "+vdb+".trace_summaries DROP INDEX idx_trace_id", nil))
 	err := store.CheckSchema(ctx, conn, vdb)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), fmt.Sprintf("is at version %s, this tracesift-query needs version %d (",
@@ -98,7 +102,9 @@ func TestSchemaAppliesFilesAboveRecorded(t *testing.T) {
 	assert.Equal(t, want, recordedVersions(t, vdb))
 	// The last file applied: the schema is a new store's, but for the
 	// index of the recorded file, not applied again.
-	withoutIndex := slices.DeleteFunc(schemaOf(t, fresh), func(s string) bool { return strings.Contains(s, `"idx_attr_values"`) })
+	withoutIndex := slices.DeleteFunc(schemaOf(t, fresh), func(s string) bool {
+		return strings.Contains(s, `"idx_trace_id"`) && strings.Contains(s, `"trace_summaries"`)
+	})
 	require.Len(t, withoutIndex, len(schemaOf(t, fresh))-1)
 	sameSchema(t, withoutIndex, schemaOf(t, vdb))
 	require.NoError(t, store.CheckSchema(ctx, conn, vdb))
@@ -188,4 +194,46 @@ func TestCheckSchemaWithoutTable(t *testing.T) {
 	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
 	assert.Equal(t, buildSchema(t), recordedVersions(t, vdb), "every file applied again (idempotent), and recorded")
 	require.NoError(t, store.CheckSchema(ctx, conn, vdb))
+}
+
+// Spans written before schema 018 get its filter of attribute values from
+// the mutation it starts: a search for a value no span has then skips every
+// granule of theirs.
+func TestAttributeFilterOfPartsWrittenBefore(t *testing.T) {
+	ctx := context.Background()
+	const vdb = "ts_schema_attr_filter"
+	freshDatabase(t, vdb)
+	schemaUpTo(t, vdb, 17)
+	w := store.NewWriter(conn, vdb)
+	td := ptrace.NewTraces()
+	ss := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
+	for i := range 20_000 { // more than one granule
+		sp := ss.AppendEmpty()
+		sp.SetTraceID(traceID(byte(i % 200)))
+		sp.SetSpanID(spanID(byte(i % 250)))
+		sp.SetName("op")
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(getTraceBase))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(getTraceBase.Add(time.Millisecond)))
+		sp.Attributes().PutStr("app.order.id", fmt.Sprintf("order-%d", i))
+	}
+	_, err := w.WriteTraces(ctx, td)
+	require.NoError(t, err)
+
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	require.Eventually(t, func() bool {
+		return count(t, "SELECT count() AS n FROM system.mutations WHERE database = {db:String} AND table = 'spans' AND NOT is_done",
+			store.Params{"db": vdb}) == 0
+	}, time.Minute, 10*time.Millisecond)
+	var plan []string
+	require.NoError(t, conn.Query(ctx, "EXPLAIN indexes = 1 SELECT count() FROM "+vdb+".spans WHERE attributes['app.order.id'] = 'none'",
+		nil, func(b []byte) error {
+			var row struct{ Explain string }
+			err := json.Unmarshal(b, &row)
+			plan = append(plan, strings.TrimSpace(row.Explain))
+			return err
+		}))
+	i := slices.Index(plan, "Name: idx_attr_value_bloom")
+	require.GreaterOrEqual(t, i, 0, "%v", plan)
+	require.Greater(t, len(plan), i+3, "%v", plan)
+	assert.Regexp(t, `^Granules: 0/[1-9]`, plan[i+3], "%v", plan)
 }
