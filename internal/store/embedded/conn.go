@@ -208,11 +208,9 @@ func (c *Conn) Query(ctx context.Context, query string, params store.Params, row
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if _, err := store.RenderParams(query, params); err != nil {
-		return err
-	}
 	return c.reads.do(ctx, func(s *session) error {
-		// Bounded before the parameters' values are in it.
+		// Bounded once it has a session, before the parameters' values are
+		// in it.
 		bounded, err := withinDeadline(ctx, query)
 		if err != nil {
 			return err
