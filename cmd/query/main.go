@@ -51,7 +51,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	listen := flags.String("listen", envOr("TRACESIFT_QUERY_ENDPOINT", "localhost:16686"), "address of the query API (env TRACESIFT_QUERY_ENDPOINT)")
 	dsn := flags.String("dsn", getenv("TRACESIFT_CLICKHOUSE_DSN"), "ClickHouse server DSN, e.g. clickhouse://default:@localhost:9000 (env TRACESIFT_CLICKHOUSE_DSN)")
 	db := flags.String("database", envOr("TRACESIFT_DATABASE", "tracesift"), "database holding tracesift's tables (env TRACESIFT_DATABASE)")
-	logWindow := flags.Duration("log-window", store.DefaultLogWindow, "how far around a trace its logs are looked for")
+	logWindow := flags.Duration("log-window", store.DefaultLogWindow, "how far around a trace's spans the skewed pairs of its hosts are looked for")
 	maxSpans := flags.Int("max-spans-per-trace", store.DefaultMaxSpansPerTrace, "spans returned with a trace at most (its earliest)")
 	maxTime := flags.Duration("max-query-time", store.DefaultMaxQueryTime, "bound on each statement of a read (max_execution_time); past it the read is answered 400")
 	maxMemory := flags.Int64("max-query-memory", store.DefaultMaxQueryMemory, "bound on each statement's memory in bytes (max_memory_usage)")

@@ -45,7 +45,8 @@ func ValidTraceID(id string) bool {
 // ReaderConfig bounds what a read returns and what it may cost.
 type ReaderConfig struct {
 	// LogWindow is how far before the trace's first span and after its last
-	// one its logs are looked for.
+	// one the skewed pairs of its hosts are looked for (its logs, until
+	// schema 019); the name is the configuration's.
 	LogWindow time.Duration
 	// MaxLogs caps the logs returned with one trace.
 	MaxLogs int
@@ -63,9 +64,7 @@ type ReaderConfig struct {
 
 // Defaults of ReaderConfig.
 const (
-	// DefaultLogWindow covers lines logged around a trace's spans on hosts
-	// whose clocks are minutes apart; no wider, as the logs part reads the
-	// trace id's bloom filter of every granule in the window.
+	// DefaultLogWindow covers clock pairs estimated around a trace's spans.
 	DefaultLogWindow        = 5 * time.Minute
 	DefaultMaxSpansPerTrace = 100000
 	DefaultMaxQueryTime     = 4 * time.Second
@@ -83,10 +82,9 @@ type Reader struct {
 	traceSearch, services, operations, redQuery string
 	redTallies, dependencies, clockPairs        string
 	spansTable, resourceTable                   string // qualified with the database
-	// The trace's window without and with the part that reads resources,
-	// and with its logs in order (for a trace with more than MaxLogs).
-	window, windowResources, windowOrdered string
-	resourcesByID                          string
+	// The trace's window without and with the part that reads resources.
+	window, windowResources string
+	resourcesByID           string
 
 	// Resources read, by tenant and id. An id is a hash of the resource's
 	// entries (and tenant), so what it names never changes.
@@ -125,9 +123,8 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		spans: limited(Query("trace_spans", db)), facts: limited(Query("trace_facts", db)),
 		summary:   limited(Query("findings_summary", db)),
 		logSearch: limited(Query("logs_search", db)), logsKept: limited(Query("logs_kept", db)),
-		window:          limited(traceWindow(db, "", false)),
-		windowResources: limited(traceWindow(db, Query("fragments/trace_resources", db), false)),
-		windowOrdered:   limited(traceWindow(db, "", true)),
+		window:          limited(traceWindow(db, "")),
+		windowResources: limited(traceWindow(db, Query("fragments/trace_resources", db))),
 		traceSearch:     limited(Query("traces_search", db)), services: limited(Query("services", db)),
 		operations: limited(Query("operations", db)),
 		redQuery:   limited(redQuery("red", db)), redTallies: limited(redQuery("red_tallies", db)),
@@ -136,14 +133,9 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		spansTable:    db + ".spans", resourceTable: db + ".resources"}
 }
 
-// traceWindow is queries/trace_window.sql with resources in its slot, and
-// its logs ordered or not.
-func traceWindow(db, resources string, ordered bool) string {
-	order := ""
-	if ordered {
-		order = "ORDER BY logs.timestamp, logs.observed_timestamp\n"
-	}
-	return strings.NewReplacer("${resources}", resources, "${logs_order}", order).Replace(Query("trace_window", db))
+// traceWindow is queries/trace_window.sql with resources in its slot.
+func traceWindow(db, resources string) string {
+	return strings.ReplaceAll(Query("trace_window", db), "${resources}", resources)
 }
 
 // settingsRe finds a query's own SETTINGS clause, on its last line.
@@ -162,15 +154,10 @@ func withQueryLimits(q string, cfg ReaderConfig) string {
 
 // GetTrace returns the trace's spans, logs, findings and clock offsets, or
 // ErrNotFound, in three statements: its spans (queries/trace_spans.sql) and,
-// at the same time, its findings and clock offsets (trace_facts.sql); then
-// what the spans' time window holds (trace_window.sql), with the resources
-// the reader's cache lacks. Its slices and maps are empty, not nil, when
-// there is nothing.
-//
-// The window's statement follows the spans: one statement could bound its
-// read of logs by the spans' window only through a scalar subquery, which
-// reads the trace's spans again and is planned again wherever it is named:
-// measured, slower than a second statement.
+// at the same time, its lines, findings and clock offsets (trace_facts.sql,
+// by its id alone); once the spans gave its window and hosts, the skewed
+// pairs of those hosts (trace_window.sql), with the resources the reader's
+// cache lacks. Its slices and maps are empty, not nil, when there is nothing.
 func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, error) {
 	if !ValidTraceID(traceID) {
 		return nil, fmt.Errorf("trace id %q: want 32 lowercase hex characters", traceID)
@@ -178,8 +165,9 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	t := &model.Trace{TraceID: traceID, Spans: []model.Span{}, Logs: []model.Log{}, Findings: []model.Finding{},
 		ClockOffsets: map[string]int64{}}
 	tn := tenant.FromContext(ctx)
+	var logResources []uint64 // of each line
 	facts := make(chan error, 1)
-	go func() { facts <- r.readFacts(ctx, t, tn) }()
+	go func() { facts <- r.readFacts(ctx, t, tn, &logResources) }()
 	var resourceIDs []uint64 // of each span
 	err := r.conn.Query(ctx, r.spans, Params{"trace_id": traceID, "tenant": tn, "max_spans": uint64(r.cfg.MaxSpans) + 1}, func(b []byte) error {
 		if len(t.Spans) == r.cfg.MaxSpans {
@@ -195,28 +183,73 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		resourceIDs = append(resourceIDs, row.ResourceID)
 		return nil
 	})
+	var res spanResources
+	if err == nil && len(t.Spans) > 0 {
+		// Started while the facts may still be read.
+		res, err = r.readWindow(ctx, t, tn, resourceIDs)
+	}
 	if ferr := <-facts; err == nil && ferr != nil {
-		return nil, fmt.Errorf("reading the findings and clock offsets of trace %s: %w", traceID, ferr)
+		return nil, fmt.Errorf("reading the logs, findings and clock offsets of trace %s: %w", traceID, ferr)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading the spans of trace %s: %w", traceID, err)
+		return nil, err
 	}
 	if len(t.Spans) == 0 {
 		return nil, ErrNotFound
 	}
+	// The parts of one statement come in any order, and so may their rows.
+	order := make([]int, len(t.Logs))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		x, y := &t.Logs[a], &t.Logs[b]
+		return cmp.Or(cmp.Compare(x.TimeUnixNano, y.TimeUnixNano), cmp.Compare(x.ObservedTimeUnixNano, y.ObservedTimeUnixNano))
+	})
+	if len(order) > r.cfg.MaxLogs {
+		order = order[:r.cfg.MaxLogs] // the statement read one more than it keeps
+	}
+	logs, ids := make([]model.Log, len(order)), make([]uint64, len(order))
+	for i, k := range order {
+		logs[i], ids[i] = t.Logs[k], logResources[k]
+	}
+	t.Logs = logs
+	// The lines' resources are mostly their spans'; the others come from the
+	// cache or one more read.
+	lineRes, err := r.lineResources(ctx, tn, ids, res)
+	if err != nil {
+		return nil, fmt.Errorf("reading the resources of trace %s's logs: %w", traceID, err)
+	}
+	for i, id := range ids {
+		if id != 0 {
+			t.Logs[i].Resource = lineRes[id]
+		}
+	}
+	slices.SortStableFunc(t.Findings, func(a, b model.Finding) int {
+		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(b.Value, a.Value))
+	})
+	slices.SortFunc(t.SkewedPairs, func(a, b model.ClockPair) int {
+		return cmp.Or(strings.Compare(a.A, b.A), strings.Compare(a.B, b.B))
+	})
+	return t, nil
+}
+
+// readWindow reads the skewed pairs of the hosts of t's spans in their
+// window into t, and gives each span its resource (resourceIDs[i] for
+// t.Spans[i]), reading those the cache lacks; it returns the spans'
+// resources.
+func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, resourceIDs []uint64) (spanResources, error) {
 	// The trace's window: from its first span's start to its last end.
 	startNs, endNs := int64(t.Spans[0].StartUnixNano), int64(0)
-	for _, s := range t.Spans {
-		startNs, endNs = min(startNs, int64(s.StartUnixNano)), max(endNs, int64(s.EndUnixNano))
-	}
-	w := r.cfg.LogWindow.Nanoseconds()
 	hosts := map[string]bool{}
 	for _, s := range t.Spans {
+		startNs, endNs = min(startNs, int64(s.StartUnixNano)), max(endNs, int64(s.EndUnixNano))
 		if s.Host != "" && !strings.Contains(s.Host, "\n") {
 			hosts[s.Host] = true
 		}
 	}
-	p := Params{"trace_id": traceID, "tenant": tn, "from_ns": startNs - w, "to_ns": endNs + w, "max_logs": uint64(r.cfg.MaxLogs) + 1,
+	w := r.cfg.LogWindow.Nanoseconds()
+	p := Params{"tenant": tn, "from_ns": startNs - w, "to_ns": endNs + w,
 		"hosts": strings.Join(slices.Sorted(maps.Keys(hosts)), "\n")}
 	res := r.cachedResources(tn, resourceIDs)
 	query := r.window
@@ -224,19 +257,12 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		query, p["resource_ids"] = r.windowResources, missing
 	}
 	var read map[uint64]map[string]string // resources
-	var logResources []uint64             // of each line
-	addLog := func(row *windowRow) {
-		t.Logs = append(t.Logs, row.log())
-		logResources = append(logResources, row.ResourceID)
-	}
-	err = r.conn.Query(ctx, query, p, func(b []byte) error {
+	err := r.conn.Query(ctx, query, p, func(b []byte) error {
 		var row windowRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
 		switch row.Part {
-		case partLog:
-			addLog(&row)
 		case partResource:
 			if read == nil {
 				read = map[uint64]map[string]string{}
@@ -249,57 +275,19 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("reading the logs and skewed host pairs of trace %s: %w", traceID, err)
-	}
-	if len(t.Logs) > r.cfg.MaxLogs {
-		// The window's lines came in any order: its earliest, again.
-		t.Logs, logResources = t.Logs[:0], logResources[:0]
-		p["max_logs"] = uint64(r.cfg.MaxLogs)
-		delete(p, "resource_ids")
-		err := r.conn.Query(ctx, r.windowOrdered, p, func(b []byte) error {
-			var row windowRow
-			if err := json.Unmarshal(b, &row); err != nil {
-				return err
-			}
-			if row.Part == partLog {
-				addLog(&row)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("reading the earliest logs of trace %s: %w", traceID, err)
-		}
+		return nil, fmt.Errorf("reading the skewed host pairs of trace %s: %w", t.TraceID, err)
 	}
 	r.setResources(tn, t.Spans, resourceIDs, res, read)
-	// The lines' resources are mostly their spans'; the others come from the
-	// cache or one more read.
-	lineRes, err := r.lineResources(ctx, tn, logResources, res)
-	if err != nil {
-		return nil, fmt.Errorf("reading the resources of trace %s's logs: %w", traceID, err)
-	}
-	for i, id := range logResources {
-		if id != 0 {
-			t.Logs[i].Resource = lineRes[id]
-		}
-	}
-	// The parts of one statement come in any order, and so may their rows.
-	slices.SortStableFunc(t.Logs, func(a, b model.Log) int {
-		return cmp.Or(cmp.Compare(a.TimeUnixNano, b.TimeUnixNano), cmp.Compare(a.ObservedTimeUnixNano, b.ObservedTimeUnixNano))
-	})
-	slices.SortStableFunc(t.Findings, func(a, b model.Finding) int {
-		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(b.Value, a.Value))
-	})
-	slices.SortFunc(t.SkewedPairs, func(a, b model.ClockPair) int {
-		return cmp.Or(strings.Compare(a.A, b.A), strings.Compare(a.B, b.B))
-	})
-	return t, nil
+	return res, nil
 }
 
-// readFacts reads the trace's findings and clock offsets into t (its
-// Findings and ClockOffsets only), each once.
-func (r *Reader) readFacts(ctx context.Context, t *model.Trace, tn string) error {
+// readFacts reads the trace's log lines, findings and clock offsets into t
+// (its Logs, Findings and ClockOffsets only), each once, and the resource id
+// of each line into logResources.
+func (r *Reader) readFacts(ctx context.Context, t *model.Trace, tn string, logResources *[]uint64) error {
 	seen := map[string]bool{} // by their row
-	return r.conn.Query(ctx, r.facts, Params{"trace_id": t.TraceID, "tenant": tn}, func(b []byte) error {
+	p := Params{"trace_id": t.TraceID, "tenant": tn, "max_logs": uint64(r.cfg.MaxLogs) + 1}
+	return r.conn.Query(ctx, r.facts, p, func(b []byte) error {
 		if seen[string(b)] {
 			return nil
 		}
@@ -309,6 +297,9 @@ func (r *Reader) readFacts(ctx context.Context, t *model.Trace, tn string) error
 			return err
 		}
 		switch row.Part {
+		case partLog:
+			t.Logs = append(t.Logs, row.log())
+			*logResources = append(*logResources, row.ResourceID)
 		case partFinding:
 			if row.SpanIDs == nil {
 				row.SpanIDs = []string{}

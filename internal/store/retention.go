@@ -33,6 +33,7 @@ var retentionTables = []struct {
 	{"red_rollup", "timestamp", false, false, 0, false},
 	{"clock_pairs", "timestamp", false, false, 0, false},
 	{"logs", "timestamp", true, false, 0, false},
+	{"trace_logs", "timestamp", true, false, 0, false}, // a copy of logs' traced lines
 	// A resource's last_seen is refreshed hourly while it is in use; the
 	// day more keeps it as long as the last span or log line that names it.
 	{"resources", "last_seen", false, true, 24 * time.Hour, true},

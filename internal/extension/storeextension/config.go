@@ -29,7 +29,8 @@ type Config struct {
 	// server is used instead of the embedded engine.
 	ClickHouse ClickHouseConfig `mapstructure:"clickhouse"`
 	// LogWindow is how far before a trace's first span and after its last
-	// one the trace's logs are looked for. Default: 5m.
+	// one the skewed pairs of its hosts are looked for; its logs are found by
+	// its id alone. Default: 5m.
 	LogWindow time.Duration `mapstructure:"log_window"`
 	// MaxLogsPerTrace caps the logs returned with one trace. Default: 10000.
 	MaxLogsPerTrace int `mapstructure:"max_logs_per_trace"`

@@ -133,7 +133,7 @@ func TestWriteAndReadTrace(t *testing.T) {
 		lr.SetTraceID(traceID(0xab))
 		lr.SetSpanID(spanID(1))
 	}
-	far := recs.AppendEmpty() // outside the log window: not returned
+	far := recs.AppendEmpty() // far from the spans: the trace's all the same
 	far.SetTimestamp(pcommon.NewTimestampFromTime(base.Add(-time.Hour)))
 	far.SetTraceID(traceID(0xab))
 	far.Body().SetStr("old")
@@ -159,10 +159,11 @@ func TestWriteAndReadTrace(t *testing.T) {
 	assert.Equal(t, spanID(1).String(), got.Spans[1].ParentSpanID)
 	assert.Equal(t, "", s.ParentSpanID)
 
-	require.Len(t, got.Logs, 2)
-	assert.Equal(t, "first", got.Logs[0].Body, "logs in time order")
-	assert.Equal(t, "second", got.Logs[1].Body)
-	assert.Equal(t, spanID(1).String(), got.Logs[0].SpanID)
+	require.Len(t, got.Logs, 3)
+	assert.Equal(t, "old", got.Logs[0].Body, "logs in time order")
+	assert.Equal(t, "first", got.Logs[1].Body)
+	assert.Equal(t, "second", got.Logs[2].Body)
+	assert.Equal(t, spanID(1).String(), got.Logs[1].SpanID)
 	assert.Empty(t, got.Findings)
 
 	_, err = r.GetTrace(ctx, traceID(0xcd).String())
@@ -407,6 +408,7 @@ func TestRetention(t *testing.T) {
 	assert.Contains(t, ttl("trace_summaries"), "TTL toDateTime(start) + toIntervalSecond(604800)")
 	assert.Contains(t, ttl("trace_summaries"), "ttl_only_drop_parts = 1")
 	assert.Contains(t, ttl("logs"), "TTL toDateTime(timestamp) + toIntervalSecond(129600)")
+	assert.Contains(t, ttl("trace_logs"), "TTL toDateTime(timestamp) + toIntervalSecond(129600)", "the logs' copy")
 	assert.Contains(t, ttl("findings"), "toIntervalSecond(604800)")
 	assert.Contains(t, ttl("resources"), "TTL toDateTime(last_seen) + toIntervalSecond(691200)", "the traces' retention and a day")
 	assert.NotContains(t, ttl("resources"), "ttl_only_drop_parts", "expired row by row")
@@ -419,6 +421,7 @@ func TestRetention(t *testing.T) {
 	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{}), "also when there is no TTL to remove")
 	assert.NotContains(t, ttl("spans"), "TTL")
 	assert.NotContains(t, ttl("logs"), "TTL")
+	assert.NotContains(t, ttl("trace_logs"), "TTL")
 	assert.NotContains(t, ttl("resources"), "TTL")
 	assert.Error(t, store.ApplyRetention(ctx, conn, db, store.Retention{Logs: -time.Hour}))
 }

@@ -70,7 +70,7 @@ func shopStore(t *testing.T, db string, id byte, tn string, more bool) *store.Wr
 }
 
 // A trace by id is three statements: its spans and, at the same time, its
-// findings and clock offsets; then its window's logs and skewed pairs, with
+// lines, findings and clock offsets; then its window's skewed pairs, with
 // the resources the reader has not cached yet. Two when there is no such
 // trace.
 func TestTraceReadInThreeStatements(t *testing.T) {
@@ -144,10 +144,10 @@ func TestTraceWithoutLogsOrFindings(t *testing.T) {
 	assert.Equal(t, []model.ClockPair{{A: "pay-1", B: "shop-1", OffsetNanos: 7, Samples: 3}}, mine.SkewedPairs)
 }
 
-// The trace's logs are those of its window (its spans' first start and last
-// end, widened by LogWindow, bounds included), its earliest MaxLogs, in time
-// order; its findings are ordered by kind, the greatest value first, each
-// once; an offset stored twice is one.
+// The trace's logs are the lines with its id, however far from its spans
+// (schema 019: by its id alone, as its findings), its earliest MaxLogs, in
+// time order, a line stored twice once; its findings are ordered by kind,
+// the greatest value first, each once; an offset stored twice is one.
 func TestTraceWindowLogsAndFindings(t *testing.T) {
 	ctx := context.Background()
 	const tdb = "ts_get_trace_window"
@@ -161,16 +161,24 @@ func TestTraceWindowLogsAndFindings(t *testing.T) {
 		lr.SetTraceID(traceID(id))
 		lr.Body().SetStr(body)
 	}
-	// The window is [base − 1 min, base + 1 s + 1 min]; stored out of order.
+	// The spans' window, widened by LogWindow, is [base − 1 min, base + 1 s +
+	// 1 min]; stored out of order.
 	line(0x94, time.Second+time.Minute, "last in the window")
 	line(0x94, 500*time.Millisecond, "third")
-	line(0x94, -time.Minute, "first: the window's start")
-	line(0x94, -time.Minute-time.Nanosecond, "before the window")
+	line(0x94, -time.Minute, "first in the window")
+	line(0x94, -2*time.Hour, "two hours before")
 	line(0x94, time.Second+time.Minute+time.Nanosecond, "after the window")
 	line(0x94, 0, "second")
 	line(0x95, 0, "another trace's")
 	_, err := w.WriteLogs(ctx, ld)
 	require.NoError(t, err)
+	// "second" again, in another insert (a repeated insert is dropped whole).
+	recs.RemoveIf(func(lr plog.LogRecord) bool { return lr.Body().Str() != "second" })
+	line(0x95, time.Second, "another trace's, later")
+	_, err = w.WriteLogs(ctx, ld)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, count(t, "SELECT count() AS n FROM "+tdb+".logs WHERE body = 'second'", nil),
+		"stored twice, as the test means")
 
 	at := uint64(getTraceBase.UnixNano())
 	finding := func(kind string, value float64) model.Finding {
@@ -199,7 +207,8 @@ func TestTraceWindowLogsAndFindings(t *testing.T) {
 	r := store.NewReader(conn, tdb, store.ReaderConfig{LogWindow: time.Minute})
 	tr, err := r.GetTrace(ctx, traceID(0x94).String())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"first: the window's start", "second", "third", "last in the window"}, bodies(tr.Logs))
+	assert.Equal(t, []string{"two hours before", "first in the window", "second", "third", "last in the window",
+		"after the window"}, bodies(tr.Logs))
 	for _, l := range tr.Logs {
 		assert.Equal(t, traceID(0x94).String(), l.TraceID)
 	}
@@ -214,7 +223,7 @@ func TestTraceWindowLogsAndFindings(t *testing.T) {
 
 	tr, err = store.NewReader(conn, tdb, store.ReaderConfig{LogWindow: time.Minute, MaxLogs: 2}).GetTrace(ctx, traceID(0x94).String())
 	require.NoError(t, err)
-	assert.Equal(t, []string{"first: the window's start", "second"}, bodies(tr.Logs), "the earliest MaxLogs")
+	assert.Equal(t, []string{"two hours before", "first in the window"}, bodies(tr.Logs), "the earliest MaxLogs")
 }
 
 // A trace's log lines name their resource by id (schema 017): a line of a

@@ -13,9 +13,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // The schema versions a store records (schema_migrations), what a start does
@@ -236,4 +238,54 @@ func TestAttributeFilterOfPartsWrittenBefore(t *testing.T) {
 	require.GreaterOrEqual(t, i, 0, "%v", plan)
 	require.Greater(t, len(plan), i+3, "%v", plan)
 	assert.Regexp(t, `^Granules: 0/[1-9]`, plan[i+3], "%v", plan)
+}
+
+// Lines written before schema 019 are copied into trace_logs when it is
+// applied, and lines written after by its view, each once: a trace by id
+// shows both. The copy is not made again by a later start, nor by the
+// file's statements run again once it is recorded.
+func TestTraceLogsOfLinesWrittenBefore(t *testing.T) {
+	ctx := context.Background()
+	const vdb = "ts_schema_trace_logs"
+	freshDatabase(t, vdb)
+	schemaUpTo(t, vdb, 18)
+	w := store.NewWriter(conn, vdb)
+	_, err := w.WriteTraces(ctx, shopTrace(0x97, tenant.Default, getTraceBase, false))
+	require.NoError(t, err)
+	writeLines := func(from time.Duration, bodies ...string) {
+		ld := plog.NewLogs()
+		recs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+		for i, body := range bodies {
+			lr := recs.AppendEmpty()
+			lr.SetTimestamp(pcommon.NewTimestampFromTime(getTraceBase.Add(from + time.Duration(i)*time.Millisecond)))
+			lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(getTraceBase.Add(time.Second)))
+			lr.SetTraceID(traceID(0x97))
+			lr.Body().SetStr(body)
+		}
+		recs.AppendEmpty().Body().SetStr("no trace")
+		_, err := w.WriteLogs(ctx, ld)
+		require.NoError(t, err)
+	}
+	writeLines(0, "before 019, first", "before 019, third")
+
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	writeLines(time.Millisecond/2, "after 019, second")
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	migs, err := store.Migrations(vdb)
+	require.NoError(t, err)
+	require.Equal(t, "019_trace_logs", migs[18].Name)
+	for _, s := range migs[18].Statements {
+		require.NoError(t, conn.Exec(ctx, s, nil))
+	}
+
+	assert.EqualValues(t, 3, count(t, "SELECT count() AS n FROM "+vdb+".trace_logs", nil), "each traced line once")
+	tr, err := store.NewReader(conn, vdb, store.ReaderConfig{}).GetTrace(ctx, traceID(0x97).String())
+	require.NoError(t, err)
+	var got []string
+	for _, l := range tr.Logs {
+		got = append(got, l.Body)
+		assert.Equal(t, getTraceBase.Add(time.Second).UnixNano(), int64(l.ObservedTimeUnixNano), l.Body)
+		assert.Equal(t, traceID(0x97).String(), l.TraceID)
+	}
+	assert.Equal(t, []string{"before 019, first", "after 019, second", "before 019, third"}, got)
 }

@@ -2,7 +2,7 @@
 -- by commas) of the tenant, each its latest row.
 UNION ALL
 (
-    SELECT 4, 0, 0, '', '', '', 0, '', '', '', attributes, map(), '', '', 0, 0, resource_id
+    SELECT 4, '', '', 0, 0, attributes, resource_id
     FROM ${db}.resources
     WHERE resource_id IN (SELECT toUInt64(arrayJoin(splitByChar(',', {resource_ids:String}))))
       AND tenant = {tenant:String}
