@@ -184,7 +184,9 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		return nil
 	})
 	var res spanResources
-	if err == nil && len(t.Spans) > 0 {
+	if err != nil {
+		err = fmt.Errorf("reading the spans of trace %s: %w", traceID, err)
+	} else if len(t.Spans) > 0 {
 		// Started while the facts may still be read.
 		res, err = r.readWindow(ctx, t, tn, resourceIDs)
 	}
@@ -206,9 +208,6 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		x, y := &t.Logs[a], &t.Logs[b]
 		return cmp.Or(cmp.Compare(x.TimeUnixNano, y.TimeUnixNano), cmp.Compare(x.ObservedTimeUnixNano, y.ObservedTimeUnixNano))
 	})
-	if len(order) > r.cfg.MaxLogs {
-		order = order[:r.cfg.MaxLogs] // the statement read one more than it keeps
-	}
 	logs, ids := make([]model.Log, len(order)), make([]uint64, len(order))
 	for i, k := range order {
 		logs[i], ids[i] = t.Logs[k], logResources[k]
@@ -286,7 +285,7 @@ func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, reso
 // of each line into logResources.
 func (r *Reader) readFacts(ctx context.Context, t *model.Trace, tn string, logResources *[]uint64) error {
 	seen := map[string]bool{} // by their row
-	p := Params{"trace_id": t.TraceID, "tenant": tn, "max_logs": uint64(r.cfg.MaxLogs) + 1}
+	p := Params{"trace_id": t.TraceID, "tenant": tn, "max_logs": uint64(r.cfg.MaxLogs)}
 	return r.conn.Query(ctx, r.facts, p, func(b []byte) error {
 		if seen[string(b)] {
 			return nil
