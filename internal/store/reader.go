@@ -199,31 +199,21 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	if len(t.Spans) == 0 {
 		return nil, ErrNotFound
 	}
-	// The parts of one statement come in any order, and so may their rows.
-	order := make([]int, len(t.Logs))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		x, y := &t.Logs[a], &t.Logs[b]
-		return cmp.Or(cmp.Compare(x.TimeUnixNano, y.TimeUnixNano), cmp.Compare(x.ObservedTimeUnixNano, y.ObservedTimeUnixNano))
-	})
-	logs, ids := make([]model.Log, len(order)), make([]uint64, len(order))
-	for i, k := range order {
-		logs[i], ids[i] = t.Logs[k], logResources[k]
-	}
-	t.Logs = logs
 	// The lines' resources are mostly their spans'; the others come from the
 	// cache or one more read.
-	lineRes, err := r.lineResources(ctx, tn, ids, res)
+	lineRes, err := r.lineResources(ctx, tn, logResources, res)
 	if err != nil {
 		return nil, fmt.Errorf("reading the resources of trace %s's logs: %w", traceID, err)
 	}
-	for i, id := range ids {
+	for i, id := range logResources {
 		if id != 0 {
 			t.Logs[i].Resource = lineRes[id]
 		}
 	}
+	// The parts of one statement come in any order, and so may their rows.
+	slices.SortStableFunc(t.Logs, func(a, b model.Log) int {
+		return cmp.Or(cmp.Compare(a.TimeUnixNano, b.TimeUnixNano), cmp.Compare(a.ObservedTimeUnixNano, b.ObservedTimeUnixNano))
+	})
 	slices.SortStableFunc(t.Findings, func(a, b model.Finding) int {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), cmp.Compare(b.Value, a.Value))
 	})
