@@ -3,7 +3,7 @@
 // fan-out (and its amplification down a call chain), where a timeout
 // started, where errors originated, broken context propagation and unusually
 // large fan-out. The query API returns their output as `findings[]` from the
-// store's findings table.
+// store's trace_facts table.
 //
 // Analyze runs them all; Timings and RetryCalls expose the structured
 // results behind the findings. Everything here is a pure function over a

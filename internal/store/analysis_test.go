@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -57,10 +58,14 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	assert.Equal(t, WriteStats{Written: 1}, st, "the analysis rows are not spans")
 	require.Len(t, c.inserts["db.spans"], 1)
 	assert.Equal(t, 1, blockRows(c.inserts["db.spans"][0]))
-	require.Len(t, c.inserts["db.findings"], 1)
-	assert.Equal(t, 2, blockRows(c.inserts["db.findings"][0]))
-	require.Len(t, c.inserts["db.trace_clock"], 1)
-	assert.Equal(t, 2, blockRows(c.inserts["db.trace_clock"][0]))
+	require.Len(t, c.inserts["db.trace_facts"], 1, "findings and clock offsets in one insert")
+	facts := decodeNative(t, c.inserts["db.trace_facts"][0])
+	require.Len(t, facts, 4)
+	for i, want := range []string{"1", "1", "2", "2"} { // factFinding, factClockOffset
+		assert.Equal(t, json.Number(want), facts[i]["fact"], "row %d", i)
+	}
+	assert.Equal(t, clocks[0].Host, facts[2]["host"])
+	assert.Equal(t, findings[0].Kind, facts[0]["kind"])
 	require.Len(t, c.inserts["db.red"], 1)
 	assert.Equal(t, 2, blockRows(c.inserts["db.red"][0]))
 
@@ -72,7 +77,7 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, st.Written)
 	assert.Empty(t, c.inserts["db.spans"])
-	require.Len(t, c.inserts["db.findings"], 1)
+	require.Len(t, c.inserts["db.trace_facts"], 1)
 }
 
 // The default tenant travels as no attribute at all, and comes back as

@@ -17,33 +17,91 @@ func rowTenant(t string) string {
 	return t
 }
 
-// findingColumns are the findings table's columns in a Native block.
-var findingColumns = []nativeColumnDef{
-	{"timestamp", nativeDateTime64}, {"trace_id", nativeString}, {"kind", nativeString},
-	{"service", nativeString}, {"subject", nativeString}, {"span_ids", nativeStringArray},
-	{"value", nativeFloat64}, {"summary", nativeString}, {"tenant", nativeString},
+// The trace_facts table's fact of a row (schema 020).
+const (
+	factFinding     = 1
+	factClockOffset = 2
+)
+
+// factColumns are the trace_facts table's columns in a Native block: a
+// finding's, then a clock offset's.
+var factColumns = []nativeColumnDef{
+	{"tenant", nativeString}, {"trace_id", nativeString}, {"fact", nativeUInt8}, {"timestamp", nativeDateTime64},
+	{"kind", nativeString}, {"service", nativeString}, {"subject", nativeString}, {"span_ids", nativeStringArray},
+	{"value", nativeFloat64}, {"summary", nativeString},
+	{"host", nativeString}, {"offset_ns", nativeInt64}, {"source", nativeString},
 }
 
-// WriteFindings stores findings in one insert, a Native block: kept traces
-// have a few findings each, so they come close to the spans in rows.
+// fact is a row of trace_facts: a finding or a clock offset.
+type fact struct {
+	finding *model.Finding
+	clock   *model.ClockOffset
+}
+
+func (f *fact) time() uint64 {
+	if f.finding != nil {
+		return f.finding.TimeUnixNano
+	}
+	return f.clock.TimeUnixNano
+}
+
+// WriteFacts stores the findings and clock offsets of kept traces in one
+// insert, a Native block: kept traces have a few of each, so they come
+// close to the spans in rows.
+func (w *Writer) WriteFacts(ctx context.Context, findings []model.Finding, clocks []model.ClockOffset) error {
+	rows := make([]fact, 0, len(findings)+len(clocks))
+	for i := range findings {
+		rows = append(rows, fact{finding: &findings[i]})
+	}
+	for i := range clocks {
+		rows = append(rows, fact{clock: &clocks[i]})
+	}
+	return insertBlock(ctx, w.conn, w.facts, "findings and clock offsets", factColumns, rows, w.notBefore(w.retention.Traces),
+		(*fact).time, func(c []nativeColumn, r *fact) {
+			if f := r.finding; f != nil {
+				v := f.Value
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					v = 0 // what the API can serve as JSON; one bad value must not lose the batch
+				}
+				c[0].appendString(rowTenant(f.Tenant))
+				c[1].appendString(f.TraceID)
+				c[2].appendUInt8(factFinding)
+				c[3].appendUInt64(f.TimeUnixNano)
+				c[4].appendString(f.Kind)
+				c[5].appendString(f.Service)
+				c[6].appendString(f.Subject)
+				c[7].appendStrings(f.SpanIDs)
+				c[8].appendFloat64(v)
+				c[9].appendString(f.Summary)
+				c[10].appendString("")
+				c[11].appendInt64(0)
+				c[12].appendString("")
+				return
+			}
+			o := r.clock
+			c[0].appendString(rowTenant(o.Tenant))
+			c[1].appendString(o.TraceID)
+			c[2].appendUInt8(factClockOffset)
+			c[3].appendUInt64(o.TimeUnixNano)
+			for _, i := range []int{4, 5, 6, 9} {
+				c[i].appendString("")
+			}
+			c[7].appendStrings(nil)
+			c[8].appendFloat64(0)
+			c[10].appendString(o.Host)
+			c[11].appendInt64(o.OffsetNanos)
+			c[12].appendString(o.Source)
+		})
+}
+
+// WriteFindings stores findings alone (WriteFacts).
 func (w *Writer) WriteFindings(ctx context.Context, rows []model.Finding) error {
-	return insertBlock(ctx, w.conn, w.findings, "findings", findingColumns, rows, w.notBefore(w.retention.Traces), func(r *model.Finding) uint64 {
-		return r.TimeUnixNano
-	}, func(c []nativeColumn, r *model.Finding) {
-		v := r.Value
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			v = 0 // what the API can serve as JSON; one bad value must not lose the batch
-		}
-		c[0].appendUInt64(r.TimeUnixNano)
-		c[1].appendString(r.TraceID)
-		c[2].appendString(r.Kind)
-		c[3].appendString(r.Service)
-		c[4].appendString(r.Subject)
-		c[5].appendStrings(r.SpanIDs)
-		c[6].appendFloat64(v)
-		c[7].appendString(r.Summary)
-		c[8].appendString(rowTenant(r.Tenant))
-	})
+	return w.WriteFacts(ctx, rows, nil)
+}
+
+// WriteClockOffsets stores clock offsets alone (WriteFacts).
+func (w *Writer) WriteClockOffsets(ctx context.Context, rows []model.ClockOffset) error {
+	return w.WriteFacts(ctx, nil, rows)
 }
 
 // insertBlock inserts rows as one Native block of columns defs, each row's
@@ -75,26 +133,6 @@ func insertBlock[T any](ctx context.Context, conn Conn, table, what string, defs
 		}
 	}
 	return nil
-}
-
-// clockColumns are the trace_clock table's columns in a Native block.
-var clockColumns = []nativeColumnDef{
-	{"timestamp", nativeDateTime64}, {"trace_id", nativeString}, {"host", nativeString},
-	{"offset_ns", nativeInt64}, {"source", nativeString}, {"tenant", nativeString},
-}
-
-// WriteClockOffsets stores clock offsets in one insert, a Native block.
-func (w *Writer) WriteClockOffsets(ctx context.Context, rows []model.ClockOffset) error {
-	return insertBlock(ctx, w.conn, w.clock, "clock offsets", clockColumns, rows, w.notBefore(w.retention.Traces), func(r *model.ClockOffset) uint64 {
-		return r.TimeUnixNano
-	}, func(c []nativeColumn, r *model.ClockOffset) {
-		c[0].appendUInt64(r.TimeUnixNano)
-		c[1].appendString(r.TraceID)
-		c[2].appendString(r.Host)
-		c[3].appendInt64(r.OffsetNanos)
-		c[4].appendString(r.Source)
-		c[5].appendString(rowTenant(r.Tenant))
-	})
 }
 
 // redColumns are the red table's columns in a Native block.

@@ -7,7 +7,7 @@ import (
 
 // The engine refuses an insert whose rows fall into more partitions than
 // max_partitions_per_insert_block (100 by default), and the spans, logs,
-// findings, trace_clock and trace_summaries tables are partitioned by day. A
+// trace_facts and trace_summaries tables are partitioned by day. A
 // backfill (old files read by file_log, a client with a bad clock) easily
 // sends a batch that spans more days; refused, it would be retried forever
 // and hold every batch behind it. So a batch whose rows span more than

@@ -133,9 +133,9 @@ func TestWritesAreSplitByDay(t *testing.T) {
 		findings[d] = model.Finding{TimeUnixNano: uint64(now.Add(-time.Duration(d) * 24 * time.Hour).UnixNano()), Kind: "k"}
 	}
 	require.NoError(t, w.WriteFindings(ctx, findings))
-	require.Len(t, c.inserts["db.findings"], 4)
+	require.Len(t, c.inserts["db.trace_facts"], 4)
 	n := 0
-	for _, block := range c.inserts["db.findings"] {
+	for _, block := range c.inserts["db.trace_facts"] {
 		n += blockRows(block)
 	}
 	assert.Equal(t, days, n)
@@ -144,7 +144,7 @@ func TestWritesAreSplitByDay(t *testing.T) {
 	c = &captureConn{}
 	w = NewWriter(c, "db")
 	require.NoError(t, w.WriteFindings(ctx, findings[:maxDaysPerInsert]))
-	assert.Len(t, c.inserts["db.findings"], 1)
+	assert.Len(t, c.inserts["db.trace_facts"], 1)
 }
 
 // Rows already older than their retention when they arrive are counted as
@@ -184,10 +184,10 @@ func TestExpiredRowsAreSkipped(t *testing.T) {
 	assert.Len(t, decodeNative(t, c.inserts["db.trace_summaries"][0]), 2, "no summary of the expired trace")
 
 	require.NoError(t, w.WriteClockOffsets(ctx, []model.ClockOffset{{TimeUnixNano: uint64(at(time.Hour))}, {TimeUnixNano: uint64(at(49 * time.Hour))}}))
-	require.Len(t, c.inserts["db.trace_clock"], 1)
-	assert.Equal(t, 1, blockRows(c.inserts["db.trace_clock"][0]))
+	require.Len(t, c.inserts["db.trace_facts"], 1)
+	assert.Equal(t, 1, blockRows(c.inserts["db.trace_facts"][0]))
 	require.NoError(t, w.WriteClockOffsets(ctx, []model.ClockOffset{{TimeUnixNano: uint64(at(49 * time.Hour))}}))
-	assert.Len(t, c.inserts["db.trace_clock"], 1, "nothing to insert")
+	assert.Len(t, c.inserts["db.trace_facts"], 1, "nothing to insert")
 
 	// Without retention everything is written.
 	w.SetRetention(Retention{})

@@ -27,8 +27,9 @@ var retentionTables = []struct {
 }{
 	{"spans", "timestamp", false, false, 0, false},
 	{"trace_summaries", "start", false, false, 0, false},
-	{"findings", "timestamp", false, false, 0, false},
-	{"trace_clock", "timestamp", false, false, 0, false},
+	{"trace_facts", "timestamp", false, false, 0, false},
+	{"findings", "timestamp", false, false, 0, false},    // written before schema 020
+	{"trace_clock", "timestamp", false, false, 0, false}, // written before schema 020
 	{"red", "timestamp", false, false, 0, false},
 	{"red_rollup", "timestamp", false, false, 0, false},
 	{"clock_pairs", "timestamp", false, false, 0, false},

@@ -260,7 +260,7 @@ func TestQuerySnapshots(t *testing.T) {
 			// GetTrace reads a trace's findings and offsets beside its spans,
 			// so they come in either order: the findings' last.
 			slices.SortStableFunc(rc.sent, func(a, b sentQuery) int {
-				return cmp.Compare(strings.Count(a.sql, "FROM "+snapshotDB+".findings"), strings.Count(b.sql, "FROM "+snapshotDB+".findings"))
+				return cmp.Compare(strings.Count(a.sql, "FROM "+snapshotDB+".trace_facts"), strings.Count(b.sql, "FROM "+snapshotDB+".trace_facts"))
 			})
 			sent[v] = rc.sent
 		}

@@ -44,7 +44,7 @@ func tenantBatch(t string) (ptrace.Traces, plog.Logs) {
 // default for none), not among the resource's attributes; batches that
 // differ in their tenant alone make other rows, so another insert token.
 func TestRowsCarryTheirTenant(t *testing.T) {
-	tables := []string{"db.spans", "db.trace_summaries", "db.resources", "db.logs", "db.findings", "db.trace_clock",
+	tables := []string{"db.spans", "db.trace_summaries", "db.resources", "db.logs", "db.trace_facts",
 		"db.red", "db.clock_pairs"}
 	inserts := map[string]map[string][]byte{} // by tenant, table
 	for _, tn := range []string{"", tenant.Default, "acme", "globex"} {
@@ -65,11 +65,17 @@ func TestRowsCarryTheirTenant(t *testing.T) {
 			block := c.inserts[table][0]
 			inserts[tn][table] = block
 			rows := decodeNative(t, block)
-			require.Len(t, rows, 1, table)
-			assert.Equal(t, want, rows[0]["tenant"], "%s of tenant %q", table, tn)
-			for _, col := range []string{"attributes", "resource"} {
-				if m, ok := rows[0][col].(map[string]any); ok && table != "db.spans" {
-					assert.NotContains(t, m, tenant.Attribute, "%s.%s: the tenant is a column", table, col)
+			if table == "db.trace_facts" {
+				require.Len(t, rows, 2, "a finding and a clock offset")
+			} else {
+				require.Len(t, rows, 1, table)
+			}
+			for _, row := range rows {
+				assert.Equal(t, want, row["tenant"], "%s of tenant %q", table, tn)
+				for _, col := range []string{"attributes", "resource"} {
+					if m, ok := row[col].(map[string]any); ok && table != "db.spans" {
+						assert.NotContains(t, m, tenant.Attribute, "%s.%s: the tenant is a column", table, col)
+					}
 				}
 			}
 		}

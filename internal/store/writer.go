@@ -22,7 +22,7 @@ type Writer struct {
 	retention Retention
 	now       func() time.Time
 	// The tables, qualified with the database.
-	spans, logs, findings, clock  string
+	spans, logs, facts            string
 	traceSummaries, resourceTable string
 	red, clockPairs               string
 	resources                     writtenResources
@@ -30,7 +30,7 @@ type Writer struct {
 
 // NewWriter returns a writer into database db over conn.
 func NewWriter(conn Conn, db string) *Writer {
-	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", findings: db + ".findings", clock: db + ".trace_clock",
+	return &Writer{conn: conn, spans: db + ".spans", logs: db + ".logs", facts: db + ".trace_facts",
 		traceSummaries: db + ".trace_summaries", resourceTable: db + ".resources", red: db + ".red", clockPairs: db + ".clock_pairs",
 		now: time.Now}
 }
@@ -117,7 +117,7 @@ type logRow struct {
 // Three inserts, each idempotent: the resources the store may lack (first,
 // so that no stored span names a missing one), the spans, and each trace's
 // summary in trace_summaries (last: a search finds a trace through it once
-// its spans are stored); then the findings and clock offsets. When one
+// its spans are stored); then the findings and clock offsets, in one. When one
 // fails, the call fails and the caller's retry of the same batch adds only
 // what is missing. Spans over more days than one insert may write are
 // inserted a range of days at a time (partitions.go), each range's traces
@@ -133,10 +133,7 @@ func (w *Writer) WriteTraces(ctx context.Context, td ptrace.Traces) (WriteStats,
 		return st, err
 	}
 	a := AnalysisOf(td)
-	if err := w.WriteFindings(ctx, a.Findings); err != nil {
-		return WriteStats{}, err
-	}
-	if err := w.WriteClockOffsets(ctx, a.Clocks); err != nil {
+	if err := w.WriteFacts(ctx, a.Findings, a.Clocks); err != nil {
 		return WriteStats{}, err
 	}
 	if err := w.WriteRED(ctx, a.RED); err != nil {

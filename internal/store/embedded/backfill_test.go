@@ -75,7 +75,7 @@ func TestBackfillOverManyDaysIsStored(t *testing.T) {
 	assert.Equal(t, 2*days, st.Written)
 	require.NoError(t, w.WriteFindings(ctx, findings))
 	require.NoError(t, w.WriteClockOffsets(ctx, offsets))
-	for table, want := range map[string]uint64{"spans": 2 * days, "trace_summaries": days, "findings": days, "trace_clock": days} {
+	for table, want := range map[string]uint64{"spans": 2 * days, "trace_summaries": days, "trace_facts": 2 * days} {
 		assert.Equal(t, want, count(t, "SELECT count() AS n FROM "+bdb+"."+table, nil), table)
 	}
 	// One summary a trace: a trace's spans are not split between inserts.

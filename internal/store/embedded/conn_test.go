@@ -409,7 +409,8 @@ func TestRetention(t *testing.T) {
 	assert.Contains(t, ttl("trace_summaries"), "ttl_only_drop_parts = 1")
 	assert.Contains(t, ttl("logs"), "TTL toDateTime(timestamp) + toIntervalSecond(129600)")
 	assert.Contains(t, ttl("trace_logs"), "TTL toDateTime(timestamp) + toIntervalSecond(129600)", "the logs' copy")
-	assert.Contains(t, ttl("findings"), "toIntervalSecond(604800)")
+	assert.Contains(t, ttl("trace_facts"), "TTL toDateTime(timestamp) + toIntervalSecond(604800)")
+	assert.Contains(t, ttl("findings"), "toIntervalSecond(604800)", "rows written before schema 020")
 	assert.Contains(t, ttl("resources"), "TTL toDateTime(last_seen) + toIntervalSecond(691200)", "the traces' retention and a day")
 	assert.NotContains(t, ttl("resources"), "ttl_only_drop_parts", "expired row by row")
 	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{Traces: 36 * time.Hour, Logs: 7 * 24 * time.Hour}))
@@ -422,6 +423,7 @@ func TestRetention(t *testing.T) {
 	assert.NotContains(t, ttl("spans"), "TTL")
 	assert.NotContains(t, ttl("logs"), "TTL")
 	assert.NotContains(t, ttl("trace_logs"), "TTL")
+	assert.NotContains(t, ttl("trace_facts"), "TTL")
 	assert.NotContains(t, ttl("resources"), "TTL")
 	assert.Error(t, store.ApplyRetention(ctx, conn, db, store.Retention{Logs: -time.Hour}))
 }

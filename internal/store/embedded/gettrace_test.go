@@ -195,7 +195,7 @@ func TestTraceWindowLogsAndFindings(t *testing.T) {
 		findings[len(findings)-1].TimeUnixNano = far
 		offsets = append(offsets, model.ClockOffset{TraceID: traceID(0x94).String(), TimeUnixNano: far, Host: "pay-1", OffsetNanos: 8})
 	}
-	require.EqualValues(t, 7, count(t, "SELECT count() AS n FROM "+tdb+".findings", nil), "stored twice, as the test means")
+	require.EqualValues(t, 7, count(t, "SELECT count() AS n FROM "+tdb+".trace_facts WHERE fact = 'finding'", nil), "stored twice, as the test means")
 
 	bodies := func(logs []model.Log) []string {
 		var out []string

@@ -89,8 +89,8 @@ func TestRetriedInsertsAreIdempotent(t *testing.T) {
 		require.NoError(t, w.WriteFindings(ctx, findings))
 		require.NoError(t, w.WriteClockOffsets(ctx, clocks))
 	}
-	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+idb+".findings WHERE trace_id = {id:String}", tid))
-	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+idb+".trace_clock WHERE trace_id = {id:String}", tid))
+	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+idb+".trace_facts WHERE trace_id = {id:String} AND fact = 'finding'", tid))
+	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+idb+".trace_facts WHERE trace_id = {id:String} AND fact = 'clock_offset'", tid))
 }
 
 // A kept trace handed on again inside another batch (a sampler read its

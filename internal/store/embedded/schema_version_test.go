@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/store"
 	"github.com/tracesift/tracesift/internal/tenant"
 )
@@ -288,4 +289,62 @@ func TestTraceLogsOfLinesWrittenBefore(t *testing.T) {
 		assert.Equal(t, traceID(0x97).String(), l.TraceID)
 	}
 	assert.Equal(t, []string{"before 019, first", "after 019, second", "before 019, third"}, got)
+}
+
+// Findings and clock offsets written before schema 020 (into findings and
+// trace_clock) are copied into trace_facts when it is applied; those that a
+// collector of an earlier version writes there after come by its views, and
+// the writer's own go to trace_facts alone: each is shown once by the trace
+// by id and counted once across traces. Neither copy is made again.
+func TestTraceFactsOfRowsWrittenBefore(t *testing.T) {
+	ctx := context.Background()
+	const vdb = "ts_schema_trace_facts"
+	freshDatabase(t, vdb)
+	schemaUpTo(t, vdb, 19)
+	w := store.NewWriter(conn, vdb)
+	_, err := w.WriteTraces(ctx, shopTrace(0x98, tenant.Default, getTraceBase, false))
+	require.NoError(t, err)
+	id, at := traceID(0x98).String(), getTraceBase.UnixNano()
+	// As a collector of an earlier version writes them.
+	earlier := func(kind, host string, offset int64) {
+		require.NoError(t, conn.Exec(ctx, "INSERT INTO "+vdb+".findings (timestamp, trace_id, kind, service, subject, span_ids, value, summary) "+
+			"VALUES (fromUnixTimestamp64Nano({at:Int64}), {id:String}, {kind:String}, 'shop', 'shop GET /cart', [], 2, {kind:String})",
+			store.Params{"at": at, "id": id, "kind": kind}))
+		require.NoError(t, conn.Exec(ctx, "INSERT INTO "+vdb+".trace_clock (timestamp, trace_id, host, offset_ns, source) "+
+			"VALUES (fromUnixTimestamp64Nano({at:Int64}), {id:String}, {host:String}, {offset:Int64}, 'estimate')",
+			store.Params{"at": at, "id": id, "host": host, "offset": offset}))
+	}
+	earlier("before 020", "shop-1", -3)
+
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	earlier("by an earlier collector", "pay-1", 8)
+	require.NoError(t, w.WriteFacts(ctx, []model.Finding{{TraceID: id, TimeUnixNano: uint64(at), Kind: "by this writer",
+		Service: "shop", Subject: "shop GET /cart", Value: 2}},
+		[]model.ClockOffset{{TraceID: id, TimeUnixNano: uint64(at), Host: "cart-1", OffsetNanos: 5, Source: "estimate"}}))
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	migs, err := store.Migrations(vdb)
+	require.NoError(t, err)
+	require.Equal(t, "020_trace_facts", migs[19].Name)
+	for _, s := range migs[19].Statements {
+		require.NoError(t, conn.Exec(ctx, s, nil))
+	}
+
+	assert.EqualValues(t, 6, count(t, "SELECT count() AS n FROM "+vdb+".trace_facts", nil), "each finding and offset once")
+	assert.EqualValues(t, 2, count(t, "SELECT count() AS n FROM "+vdb+".findings", nil), "the earlier collector's; the writer writes trace_facts alone")
+	r := store.NewReader(conn, vdb, store.ReaderConfig{})
+	tr, err := r.GetTrace(ctx, id)
+	require.NoError(t, err)
+	var kinds []string
+	for _, f := range tr.Findings {
+		kinds = append(kinds, f.Kind)
+	}
+	assert.ElementsMatch(t, []string{"before 020", "by an earlier collector", "by this writer"}, kinds)
+	assert.Equal(t, map[string]int64{"shop-1": -3, "pay-1": 8, "cart-1": 5}, tr.ClockOffsets)
+	sums, err := r.GetFindingSummaries(ctx, store.FindingsFilter{Start: at - int64(time.Hour), End: at + int64(time.Hour), Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, sums, 3)
+	for _, s := range sums {
+		assert.EqualValues(t, 1, s.Count, s.Kind)
+		assert.Equal(t, []string{id}, s.ExampleTraceIDs, s.Kind)
+	}
 }

@@ -12,8 +12,9 @@ SELECT
     max(value) AS max_value,
     arrayMap(x -> x.2, arraySlice(arrayReverseSort(groupArrayIf(1000)((value, trace_id), trace_id != '')), 1, 5)) AS example_trace_ids,
     toInt64(toUnixTimestamp64Nano(max(timestamp))) AS last_seen_ns
-FROM ${db}.findings
-WHERE tenant = {tenant:String}
+FROM ${db}.trace_facts
+WHERE fact = 'finding'
+  AND tenant = {tenant:String}
   AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64})
   AND timestamp <= fromUnixTimestamp64Nano({end_ns:Int64})
   AND ({kind:String} = '' OR kind = {kind:String})
