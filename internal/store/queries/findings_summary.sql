@@ -1,12 +1,15 @@
 -- Findings across traces, one row per (kind, service, subject): how often,
 -- how bad, and the trace ids of the worst ones (among the first 1000 seen;
--- findings about no one trace, such as instance_outlier, give none).
+-- findings about no one trace, such as instance_outlier, give none). traces
+-- is exact up to 65 536 a row and within about 1 % beyond (uniq): counting
+-- millions of trace ids exactly took 2.5 s of the 4.5 s that a month of
+-- findings at 100 M spans took.
 SELECT
     toString(kind) AS kind,
     toString(service) AS service,
     toString(subject) AS subject,
     count() AS count,
-    uniqExactIf(trace_id, trace_id != '') AS traces,
+    uniqIf(trace_id, trace_id != '') AS traces,
     avg(value) AS avg_value,
     quantileExact(0.5)(value) AS p50_value,
     max(value) AS max_value,
