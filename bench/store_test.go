@@ -766,9 +766,6 @@ func extrasTo(w *store.Writer, lines *atomic.Int64) func(context.Context, ptrace
 			return err
 		}
 		lines.Add(int64(st.Written))
-		if err := w.WriteFindings(ctx, findings); err != nil {
-			return err
-		}
-		return w.WriteClockOffsets(ctx, offsets)
+		return w.WriteFacts(ctx, findings, offsets) // one insert, as WriteTraces does
 	}
 }

@@ -83,11 +83,12 @@ func (w *Writer) WriteFacts(ctx context.Context, findings []model.Finding, clock
 			c[1].appendString(o.TraceID)
 			c[2].appendUInt8(factClockOffset)
 			c[3].appendUInt64(o.TimeUnixNano)
-			for _, i := range []int{4, 5, 6, 9} {
-				c[i].appendString("")
-			}
+			c[4].appendString("")
+			c[5].appendString("")
+			c[6].appendString("")
 			c[7].appendStrings(nil)
 			c[8].appendFloat64(0)
+			c[9].appendString("")
 			c[10].appendString(o.Host)
 			c[11].appendInt64(o.OffsetNanos)
 			c[12].appendString(o.Source)
