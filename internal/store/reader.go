@@ -90,6 +90,13 @@ type Reader struct {
 	// entries (and tenant), so what it names never changes.
 	resMu    sync.Mutex
 	resCache map[resourceKey]map[string]string
+
+	// The skewed host pairs read, by tenant (skewedhosts.go).
+	pairRanges   string
+	pairsMu      sync.Mutex
+	pairsKnown   map[string]*knownPairs
+	pairsReading map[string]bool
+	now          func() time.Time // time.Now; the tests' clock
 }
 
 type resourceKey struct {
@@ -129,8 +136,8 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		operations: limited(Query("operations", db)),
 		redQuery:   limited(redQuery("red", db)), redTallies: limited(redQuery("red_tallies", db)),
 		dependencies: limited(Query("dependencies", db)), clockPairs: limited(Query("clock_pairs", db)),
-		resourcesByID: limited(Query("resources", db)),
-		spansTable:    db + ".spans", resourceTable: db + ".resources"}
+		resourcesByID: limited(Query("resources", db)), pairRanges: limited(Query("clock_pair_ranges", db)),
+		spansTable: db + ".spans", resourceTable: db + ".resources", now: time.Now}
 }
 
 // traceWindow is queries/trace_window.sql with resources in its slot.
@@ -157,7 +164,9 @@ func withQueryLimits(q string, cfg ReaderConfig) string {
 // at the same time, its lines, findings and clock offsets (trace_facts.sql,
 // by its id alone); once the spans gave its window and hosts, the skewed
 // pairs of those hosts (trace_window.sql), with the resources the reader's
-// cache lacks. Its slices and maps are empty, not nil, when there is nothing.
+// cache lacks, when it lacks one or when the tenant's skewed pairs, as read
+// at most pairsFresh ago, have a pair of those hosts in that window. Its slices
+// and maps are empty, not nil, when there is nothing.
 func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, error) {
 	if !ValidTraceID(traceID) {
 		return nil, fmt.Errorf("trace id %q: want 32 lowercase hex characters", traceID)
@@ -224,7 +233,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 }
 
 // readWindow reads the skewed pairs of the hosts of t's spans in their
-// window into t, and gives each span its resource (resourceIDs[i] for
+// window into t, unless the tenant's known pairs say there are none, and gives each span its resource (resourceIDs[i] for
 // t.Spans[i]), reading those the cache lacks; it returns the spans'
 // resources.
 func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, resourceIDs []uint64) (spanResources, error) {
@@ -238,11 +247,16 @@ func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, reso
 		}
 	}
 	w := r.cfg.LogWindow.Nanoseconds()
-	p := Params{"tenant": tn, "from_ns": startNs - w, "to_ns": endNs + w,
-		"hosts": strings.Join(slices.Sorted(maps.Keys(hosts)), "\n")}
+	fromNs, toNs, hostList := startNs-w, endNs+w, strings.Join(slices.Sorted(maps.Keys(hosts)), "\n")
 	res := r.cachedResources(tn, resourceIDs)
+	missing := res.missing()
+	if missing == "" && !r.mayHaveSkewedPairs(ctx, tn, hostList, fromNs, toNs) {
+		r.setResources(tn, t.Spans, resourceIDs, res, nil)
+		return res, nil
+	}
+	p := Params{"tenant": tn, "from_ns": fromNs, "to_ns": toNs, "hosts": hostList}
 	query := r.window
-	if missing := res.missing(); missing != "" {
+	if missing != "" {
 		query, p["resource_ids"] = r.windowResources, missing
 	}
 	var read map[uint64]map[string]string // resources

@@ -114,12 +114,15 @@ func TestREDTalliesSummed(t *testing.T) {
 }
 
 // A trace read after its hosts' skew was estimated gets the latest estimate
-// near its time of each skewed pair among its hosts.
+// near its time of each skewed pair among its hosts, whether the reader
+// knows the tenant's pairs or not; the window of a trace of those hosts at
+// another time is not read once it knows them.
 func TestSkewedPairsReadWithTheTrace(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, store.ApplySchema(ctx, conn, db))
 	w := store.NewWriter(conn, db)
-	r := store.NewReader(conn, db, store.ReaderConfig{LogWindow: time.Minute})
+	counter := &statementCounter{Conn: conn}
+	r := store.NewReader(counter, db, store.ReaderConfig{LogWindow: time.Minute})
 	base := time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
 	td := ptrace.NewTraces()
 	for i, host := range []string{"web-7", "db-7"} {
@@ -144,9 +147,26 @@ func TestSkewedPairsReadWithTheTrace(t *testing.T) {
 		{TimeUnixNano: at(time.Hour), A: "db-7", B: "web-7", OffsetNanos: -900e6, Samples: 9},        // past the window
 		{TimeUnixNano: at(20 * time.Second), A: "db-7", B: "mq-7", OffsetNanos: 500e6, Samples: 5},   // another host
 	}))
-	got, err := r.GetTrace(ctx, traceID(0x7c).String())
+	for _, read := range []string{"with the resources", "the tenant's pairs known"} {
+		got, err := r.GetTrace(ctx, traceID(0x7c).String())
+		require.NoError(t, err)
+		assert.Equal(t, []model.ClockPair{{A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9}}, got.SkewedPairs, read)
+	}
+	// The same hosts an hour and two minutes later: no estimate in its window.
+	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetTraceID(traceID(0x7d))
+	td.ResourceSpans().At(1).ScopeSpans().At(0).Spans().At(0).SetTraceID(traceID(0x7d))
+	for i := range 2 {
+		sp := td.ResourceSpans().At(i).ScopeSpans().At(0).Spans().At(0)
+		sp.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Hour + 2*time.Minute)))
+		sp.SetEndTimestamp(pcommon.NewTimestampFromTime(base.Add(time.Hour + 2*time.Minute + time.Second)))
+	}
+	_, err = w.WriteTraces(ctx, td)
 	require.NoError(t, err)
-	assert.Equal(t, []model.ClockPair{{A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9}}, got.SkewedPairs)
+	counter.n.Store(0)
+	later, err := r.GetTrace(ctx, traceID(0x7d).String())
+	require.NoError(t, err)
+	assert.Nil(t, later.SkewedPairs)
+	assert.EqualValues(t, 2, counter.n.Load(), "the tenant's pairs say its window has none")
 
 	pairs, err := r.ClockPairs(ctx, base.UnixNano(), base.Add(time.Minute).UnixNano())
 	require.NoError(t, err)
