@@ -59,11 +59,14 @@ const (
 // per CPU-second of the process. Then it writes, the same way, what the
 // pipeline stores beside those traces (storeExtras: 0.8 log lines a span,
 // half of them with the trace's id, a finding and a clock offset a trace)
-// and reports lines/s. Run it with -benchtime 1x.
+// and reports lines/s, and the estimates of one skewed host pair
+// (storeSkewedPair: 1 in 20 traces pass through it). Run it with
+// -benchtime 1x.
 //
 // Once the merges the load started have settled, it times, over the data as
 // loaded, trace by id (Reader.GetTrace: the spans, logs, findings and clock
-// offsets; a trace without all of them fails the benchmark) for 1000 trace
+// offsets, and the skewed pair for a trace through it; a trace without all
+// of them, or with a pair it should not have, fails the benchmark) for 1000 trace
 // ids drawn from all loaded traces and five trace searches
 // (Reader.SearchTraces over the hour, 20 a page, 30 runs each). Then it copies the same spans into the
 // OpenTelemetry Collector ClickHouse exporter's schema (testdata/
@@ -130,6 +133,9 @@ func BenchmarkStore(b *testing.B) {
 		b.Fatal(err)
 	}
 	ld.extrasWall, ld.lines = time.Since(began), int(lines.Load())
+	if err := w.WriteClockPairs(ctx, storeSkewedPairs(start, end)); err != nil {
+		b.Fatal(err)
+	}
 	if ld.settle, err = settleMerges(ctx, conn); err != nil {
 		b.Fatal(err)
 	}
@@ -332,6 +338,8 @@ type storeRun struct {
 type fetchTimes struct {
 	get   timing // Reader.GetTrace: its spans, then its window's logs, findings, clock offsets
 	spans timing // its first statement alone (the spans), as the exporter's query reads
+	// Traces read, and those through storeSkewedPair's hosts (their window read too).
+	fetched, skewed int
 }
 
 func envCount(b *testing.B, key string, def int) int {
@@ -494,6 +502,7 @@ func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Re
 	spansQuery := store.Query("trace_spans", storeDB)
 	otelQuery := strings.ReplaceAll(otelTraceByIDSQL, "${db}", otelDB)
 	var get, spans, exp []time.Duration
+	skewed := 0
 	countRows := func(query string, p store.Params) (int, error) {
 		n := 0
 		err := conn.Query(ctx, query, p, func(row []byte) error {
@@ -515,6 +524,16 @@ func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Re
 				return 0, fmt.Errorf("%d log lines, %d findings, %d clock offsets, want %d, 1 and 1",
 					len(tr.Logs), len(tr.Findings), len(tr.ClockOffsets), storeTracedLines)
 			}
+			through := 0 // spans on the skewed pair's hosts
+			for _, s := range tr.Spans {
+				if slices.Contains(storeSkewedPair[:], s.Host) {
+					through++
+				}
+			}
+			if want := min(through/2, 1); len(tr.SkewedPairs) != want {
+				return 0, fmt.Errorf("%d skewed pairs, want %d (%d spans on their hosts)", len(tr.SkewedPairs), want, through)
+			}
+			skewed += len(tr.SkewedPairs)
 			return len(tr.Spans), nil
 		},
 		func(id string) (int, error) {
@@ -545,7 +564,7 @@ func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Re
 			}
 		}
 	}
-	ft := fetchTimes{get: quantiles(get), spans: quantiles(spans)}
+	ft := fetchTimes{get: quantiles(get), spans: quantiles(spans), skewed: skewed, fetched: len(ids)}
 	if !otel {
 		return ft, timing{}
 	}
@@ -618,6 +637,7 @@ func storeReport(spans, batch, writers int, ld loadStats, loaded, final storeRun
 		perLine(loaded.oursDisk, loaded.oursDisk.logs.Bytes), perLine(final.oursDisk, final.oursDisk.logs.Bytes),
 		perLine(final.oursDisk, final.oursDisk.traceLogs.Bytes)), "-")
 	p(row, "trace by id p50 / p99, as loaded", loaded.ours.get, "-")
+	p("  %d of the %d through the skewed host pair, their window read too\n", loaded.ours.skewed, loaded.ours.fetched)
 	p(row, "  spans query alone", loaded.ours.spans, "")
 	p(row, "trace by id p50 / p99, OPTIMIZE FINAL", final.ours.get, final.otel)
 	p(row, "  spans query alone", final.ours.spans, "(its one query: lookup + spans)")

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -229,6 +230,23 @@ func storeExtras(td ptrace.Traces) (plog.Logs, []model.Finding, []model.ClockOff
 	return ld, findings, offsets
 }
 
+// storeSkewedPair is the one pair of hosts with skewed clocks in
+// BenchmarkStore's store, two hosts of worker 0: the traces of that worker (1
+// in 20 at 50 000 spans a batch: 4 templates of 5 workers) read their window
+// beside their spans, as a trace through a skewed host does.
+var storeSkewedPair = [2]string{"checkout-node-0", "payments-node-0"}
+
+// storeSkewedPairs is the estimates of storeSkewedPair from start to end, as
+// the sampler stores them: one a minute.
+func storeSkewedPairs(start, end time.Time) []model.ClockPair {
+	var out []model.ClockPair
+	for at := start; at.Before(end); at = at.Add(time.Minute) {
+		out = append(out, model.ClockPair{TimeUnixNano: uint64(at.UnixNano()), A: storeSkewedPair[0],
+			B: storeSkewedPair[1], OffsetNanos: 250e6, Samples: 50})
+	}
+	return out
+}
+
 func xorID(id pcommon.SpanID, key [8]byte) pcommon.SpanID {
 	for i := range id {
 		id[i] ^= key[i]
@@ -263,6 +281,7 @@ func TestStoreGen(t *testing.T) {
 			parents      []pcommon.SpanID
 			first, last  pcommon.Timestamp
 			error        bool
+			skewedHosts  int // spans on a host of storeSkewedPair
 		}
 		traces := map[pcommon.TraceID]*traceInfo{}
 		for _, rs := range td.ResourceSpans().All() {
@@ -274,6 +293,9 @@ func TestStoreGen(t *testing.T) {
 				}
 				ti.spans++
 				ti.ids[span.SpanID()] = true
+				if host, _ := rs.Resource().Attributes().Get("host.name"); slices.Contains(storeSkewedPair[:], host.Str()) {
+					ti.skewedHosts++
+				}
 				require.False(t, spanIDs[span.SpanID()], "span id repeated")
 				spanIDs[span.SpanID()] = true
 				if span.ParentSpanID().IsEmpty() {
@@ -308,6 +330,7 @@ func TestStoreGen(t *testing.T) {
 		require.Len(t, findings, CycleTraces)
 		require.Len(t, offsets, CycleTraces)
 		batchFirst := int64(^uint64(0) >> 1)
+		throughSkew := 0
 		for id, ti := range traces {
 			require.False(t, traceIDs[id.String()], "trace id repeated")
 			traceIDs[id.String()] = true
@@ -325,6 +348,15 @@ func TestStoreGen(t *testing.T) {
 				failed++
 			}
 			batchFirst = min(batchFirst, int64(ti.first))
+			if ti.skewedHosts >= 2 {
+				throughSkew++
+			}
+		}
+		// A template here is one worker's cycle: the first is worker 0's.
+		if b%storeTemplates == 0 {
+			require.Equal(t, CycleTraces, throughSkew, "batch %d: every trace through the skewed pair", b)
+		} else {
+			require.Zero(t, throughSkew, "batch %d", b)
 		}
 		require.Greater(t, batchFirst, lastStart, "batch %d starts before the one before it", b)
 		lastStart = batchFirst
