@@ -637,7 +637,7 @@ func storeReport(spans, batch, writers int, ld loadStats, loaded, final storeRun
 		perLine(loaded.oursDisk, loaded.oursDisk.logs.Bytes), perLine(final.oursDisk, final.oursDisk.logs.Bytes),
 		perLine(final.oursDisk, final.oursDisk.traceLogs.Bytes)), "-")
 	p(row, "trace by id p50 / p99, as loaded", loaded.ours.get, "-")
-	p("  %d of the %d through the skewed host pair, their window read too\n", loaded.ours.skewed, loaded.ours.fetched)
+	p("  %d of the %d through the skewed host pair, read with its estimate\n", loaded.ours.skewed, loaded.ours.fetched)
 	p(row, "  spans query alone", loaded.ours.spans, "")
 	p(row, "trace by id p50 / p99, OPTIMIZE FINAL", final.ours.get, final.otel)
 	p(row, "  spans query alone", final.ours.spans, "(its one query: lookup + spans)")

@@ -232,8 +232,8 @@ func storeExtras(td ptrace.Traces) (plog.Logs, []model.Finding, []model.ClockOff
 
 // storeSkewedPair is the one pair of hosts with skewed clocks in
 // BenchmarkStore's store, two hosts of worker 0: the traces of that worker (1
-// in 20 at 50 000 spans a batch: 4 templates of 5 workers) read their window
-// beside their spans, as a trace through a skewed host does.
+// in 20 at 50 000 spans a batch: 4 templates of 5 workers) are read with the
+// pair's latest estimate in their window, as a trace through a skewed host is.
 var storeSkewedPair = [2]string{"checkout-node-0", "payments-node-0"}
 
 // storeSkewedPairs is the estimates of storeSkewedPair from start to end, as

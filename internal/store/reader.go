@@ -92,11 +92,11 @@ type Reader struct {
 	resCache map[resourceKey]map[string]string
 
 	// The skewed host pairs read, by tenant (skewedhosts.go).
-	pairRanges   string
-	pairsMu      sync.Mutex
-	pairsKnown   map[string]*knownPairs
-	pairsReading map[string]bool
-	now          func() time.Time // time.Now; the tests' clock
+	pairEstimates string
+	pairsMu       sync.Mutex
+	pairsKnown    map[string]*knownPairs
+	pairsReading  map[string]bool
+	now           func() time.Time // time.Now; the tests' clock
 }
 
 type resourceKey struct {
@@ -136,7 +136,7 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		operations: limited(Query("operations", db)),
 		redQuery:   limited(redQuery("red", db)), redTallies: limited(redQuery("red_tallies", db)),
 		dependencies: limited(Query("dependencies", db)), clockPairs: limited(Query("clock_pairs", db)),
-		resourcesByID: limited(Query("resources", db)), pairRanges: limited(Query("clock_pair_ranges", db)),
+		resourcesByID: limited(Query("resources", db)), pairEstimates: limited(Query("clock_pair_estimates", db)),
 		spansTable: db + ".spans", resourceTable: db + ".resources", now: time.Now}
 }
 
@@ -165,8 +165,8 @@ func withQueryLimits(q string, cfg ReaderConfig) string {
 // by its id alone); once the spans gave its window and hosts, the skewed
 // pairs of those hosts (trace_window.sql), with the resources the reader's
 // cache lacks, when it lacks one or when the tenant's skewed pairs, as read
-// at most pairsFresh ago, have a pair of those hosts in that window. Its slices
-// and maps are empty, not nil, when there is nothing.
+// at most pairsFresh ago, cannot tell them (skewedhosts.go). Its slices and
+// maps are empty, not nil, when there is nothing.
 func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, error) {
 	if !ValidTraceID(traceID) {
 		return nil, fmt.Errorf("trace id %q: want 32 lowercase hex characters", traceID)
@@ -232,10 +232,10 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	return t, nil
 }
 
-// readWindow reads the skewed pairs of the hosts of t's spans in their
-// window into t, unless the tenant's known pairs say there are none, and gives each span its resource (resourceIDs[i] for
-// t.Spans[i]), reading those the cache lacks; it returns the spans'
-// resources.
+// readWindow puts the skewed pairs of the hosts of t's spans in their window
+// into t, from the tenant's known pairs or else read, and gives each span its
+// resource (resourceIDs[i] for t.Spans[i]), reading those the cache lacks;
+// it returns the spans' resources.
 func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, resourceIDs []uint64) (spanResources, error) {
 	// The trace's window: from its first span's start to its last end.
 	startNs, endNs := int64(t.Spans[0].StartUnixNano), int64(0)
@@ -250,9 +250,12 @@ func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, reso
 	fromNs, toNs, hostList := startNs-w, endNs+w, strings.Join(slices.Sorted(maps.Keys(hosts)), "\n")
 	res := r.cachedResources(tn, resourceIDs)
 	missing := res.missing()
-	if missing == "" && !r.mayHaveSkewedPairs(ctx, tn, hostList, fromNs, toNs) {
-		r.setResources(tn, t.Spans, resourceIDs, res, nil)
-		return res, nil
+	if missing == "" {
+		if pairs, ok := r.knownSkewedPairs(ctx, tn, hosts, fromNs, toNs); ok {
+			t.SkewedPairs = pairs
+			r.setResources(tn, t.Spans, resourceIDs, res, nil)
+			return res, nil
+		}
 	}
 	p := Params{"tenant": tn, "from_ns": fromNs, "to_ns": toNs, "hosts": hostList}
 	query := r.window

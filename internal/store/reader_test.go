@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/tenant"
 )
 
@@ -86,43 +87,76 @@ func TestGetTraceStatements(t *testing.T) {
 			assert.Contains(t, others[0].sql, "FROM "+snapshotDB+".resources")
 			assert.Equal(t, "7", others[0].params["resource_ids"])
 		case "the tenant's pairs":
-			assert.Equal(t, r.pairRanges, others[0].sql, "read %d", i+1)
+			assert.Equal(t, r.pairEstimates, others[0].sql, "read %d", i+1)
 			assert.Equal(t, tenant.Default, others[0].params["tenant"])
 		}
 	}
 }
 
-// The window of a trace is read when a skewed pair of two of its hosts was
-// estimated in it (LogWindow around its spans), and only then.
-func TestGetTraceReadsTheWindowOfItsSkewedPairs(t *testing.T) {
+// A trace's skewed pairs are found in the tenant's estimates: of each pair
+// of two of its hosts, the latest in its window (LogWindow around its
+// spans). Its window is read only when the reader kept the tenant's pairs
+// without their estimates (too many) and a pair of two of its hosts was
+// estimated in it.
+func TestGetTraceSkewedPairs(t *testing.T) {
+	pair := func(offset int64, samples int) []model.ClockPair {
+		return []model.ClockPair{{A: "pay-1", B: "shop-1", OffsetNanos: offset, Samples: samples}}
+	}
 	for _, tc := range []struct {
 		pair string
+		want []model.ClockPair
 		read bool
 	}{
-		{`{"host_a":"pay-1","host_b":"shop-1","first_s":-10,"last_s":0}`, true},
-		{`{"host_a":"pay-1","host_b":"shop-1","first_s":300,"last_s":900}`, true}, // to its last span's end + 5 min
-		{`{"host_a":"pay-1","host_b":"shop-1","first_s":301,"last_s":900}`, false},
-		{`{"host_a":"pay-1","host_b":"shop-1","first_s":-900,"last_s":-301}`, false}, // before its first span − 5 min
-		{`{"host_a":"pay-1","host_b":"db-1","first_s":0,"last_s":0}`, false},
+		{`{"host_a":"pay-1","host_b":"shop-1","first_s":-10,"last_s":0,"at_s":[0,-10],"offsets_ns":[2,1],"samples":[20,10]}`,
+			pair(2, 20), false},
+		// Its window ends 5 min after its last span's end (1 ns): at 300 s.
+		{`{"host_a":"pay-1","host_b":"shop-1","first_s":300,"last_s":900,"at_s":[900,300,301],"offsets_ns":[3,1,2],"samples":[3,1,2]}`,
+			pair(1, 1), false},
+		{`{"host_a":"pay-1","host_b":"shop-1","first_s":-900,"last_s":900,"at_s":[-900,900],"offsets_ns":[1,2],"samples":[1,2]}`,
+			nil, false},
+		{`{"host_a":"pay-1","host_b":"shop-1","first_s":301,"last_s":900,"at_s":[301,900],"offsets_ns":[1,2],"samples":[1,2]}`,
+			nil, false},
+		{`{"host_a":"pay-1","host_b":"shop-1","first_s":-900,"last_s":-301,"at_s":[-900,-301],"offsets_ns":[1,2],"samples":[1,2]}`,
+			nil, false}, // before its first span − 5 min
+		{`{"host_a":"pay-1","host_b":"db-1","first_s":0,"last_s":0,"at_s":[0],"offsets_ns":[1],"samples":[1]}`, nil, false},
+		// Without the estimates, the first and last say whether to read.
+		{`{"host_a":"pay-1","host_b":"shop-1","first_s":-10,"last_s":0,"at_s":[],"offsets_ns":[],"samples":[]}`, nil, true},
+		{`{"host_a":"pay-1","host_b":"shop-1","first_s":-900,"last_s":900,"at_s":[],"offsets_ns":[],"samples":[]}`, nil, true},
+		{`{"host_a":"pay-1","host_b":"shop-1","first_s":301,"last_s":900,"at_s":[],"offsets_ns":[],"samples":[]}`, nil, false},
 	} {
 		c := &traceConn{pairs: []string{tc.pair}}
 		r := NewReader(c, snapshotDB, ReaderConfig{})
 		_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0]) // caches the resources
 		require.NoError(t, err)
 		c.sent = nil
-		_, err = r.GetTrace(context.Background(), snapshotTraceIDs[0])
+		tr, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
 		require.NoError(t, err)
 		others := c.others(r)
 		require.NotEmpty(t, others, tc.pair)
-		assert.Equal(t, r.pairRanges, others[0].sql)
+		assert.Equal(t, r.pairEstimates, others[0].sql)
+		assert.EqualValues(t, maxKnownEstimates, others[0].params["max_estimates"])
 		if !tc.read {
 			assert.Len(t, others, 1, tc.pair)
+			assert.Equal(t, tc.want, tr.SkewedPairs, tc.pair)
 			continue
 		}
 		require.Len(t, others, 2, tc.pair)
 		assert.Equal(t, r.window, others[1].sql)
 		assert.Equal(t, "pay-1\nshop-1", others[1].params["hosts"])
 	}
+}
+
+// A reply whose arrays differ in length is an error, and the window is read.
+func TestGetTraceSkewedPairsMalformed(t *testing.T) {
+	c := &traceConn{pairs: []string{`{"host_a":"pay-1","host_b":"shop-1","first_s":0,"last_s":0,"at_s":[0],"offsets_ns":[],"samples":[1]}`}}
+	r := NewReader(c, snapshotDB, ReaderConfig{})
+	for range 2 {
+		_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
+		require.NoError(t, err)
+	}
+	others := c.others(r)
+	require.Len(t, others, 3, "window and resources; the tenant's pairs; the window")
+	assert.Equal(t, r.window, others[2].sql)
 }
 
 func TestSplitIDs(t *testing.T) {

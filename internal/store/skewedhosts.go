@@ -1,12 +1,16 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
-	"strings"
+	"slices"
+	"sort"
 	"time"
 
 	json "github.com/goccy/go-json"
+
+	"github.com/tracesift/tracesift/internal/model"
 )
 
 // pairsFresh is how long the reader trusts what it read of a tenant's
@@ -18,87 +22,136 @@ const pairsFresh = 5 * time.Second
 // trace's window read.
 const maxKnownPairs = 10000
 
+// maxKnownEstimates bounds the estimates kept a tenant (a pair estimated once
+// a minute for a week is 10 080); past it, only each pair's first and last are
+// kept, and a trace through a pair estimated in its window reads that window.
+const maxKnownEstimates = 10000
+
+// maxPairsTenants bounds the tenants whose pairs are kept; past it, the
+// reader starts again with none.
+const maxPairsTenants = 256
+
 type hostPair struct{ a, b string }
 
 // knownPairs is what the reader read of a tenant's clock_pairs.
 type knownPairs struct {
-	at     time.Time             // when the read began
-	ranges map[hostPair][2]int64 // the first and last estimate, in seconds
-	all    bool                  // more than maxKnownPairs: any pair may be stored
+	at        time.Time // when the read began
+	pairs     map[hostPair]*pairEstimates
+	all       bool // more than maxKnownPairs: any pair may be stored
+	estimates bool // each pair holds every estimate, not only its first and last
 }
 
-// mayHaveSkewedPairs reports whether clock_pairs may hold an estimate of two
-// of hosts (trace_window.sql's {hosts}) between fromNs and toNs: false only
-// when the tenant's pairs, read at most pairsFresh ago, say none. It reads
-// them when what it has is older, unless another read of them is under way.
-// A trace's window costs a statement, the tenant's pairs one every
-// pairsFresh.
-func (r *Reader) mayHaveSkewedPairs(ctx context.Context, tn, hosts string, fromNs, toNs int64) bool {
+// pairEstimates is what the reader keeps of a skewed host pair.
+type pairEstimates struct {
+	first, last int64   // the time of the first and last estimate, in seconds
+	at          []int64 // each estimate's time, ascending, when kept
+	offsets     []int64 // clock(b) − clock(a) at at[i]
+	samples     []int
+}
+
+// knownSkewedPairs returns the skewed pairs of two of hosts in the window
+// fromNs–toNs, each pair's latest estimate in it, as trace_window.sql reads
+// them, from the tenant's pairs read at most pairsFresh ago; ok is false
+// when those cannot tell, and the window's statement must. It reads the
+// tenant's pairs when what it has is older, unless another read of them is
+// under way: a trace's window costs a statement, the tenant's pairs one
+// every pairsFresh.
+func (r *Reader) knownSkewedPairs(ctx context.Context, tn string, hosts map[string]bool, fromNs, toNs int64) (
+	pairs []model.ClockPair, ok bool) {
+	k := r.tenantPairs(ctx, tn)
+	if k == nil || k.all {
+		return nil, false
+	}
+	// As the statement's bounds, in whole seconds.
+	from, to := fromNs/1e9, toNs/1e9
+	for p, e := range k.pairs {
+		if !hosts[p.a] || !hosts[p.b] || e.last < from || e.first > to {
+			continue
+		}
+		if !k.estimates {
+			return nil, false
+		}
+		// The latest estimate at or before to, if it is not before from.
+		i := sort.Search(len(e.at), func(i int) bool { return e.at[i] > to }) - 1
+		if i >= 0 && e.at[i] >= from {
+			pairs = append(pairs, model.ClockPair{A: p.a, B: p.b, OffsetNanos: e.offsets[i], Samples: e.samples[i]})
+		}
+	}
+	return pairs, true
+}
+
+// tenantPairs returns the tenant's pairs as read at most pairsFresh ago,
+// reading them if need be; nil when they are being read by another trace or
+// could not be read.
+func (r *Reader) tenantPairs(ctx context.Context, tn string) *knownPairs {
 	now := r.now()
 	r.pairsMu.Lock()
-	k := r.pairsKnown[tn]
-	if k == nil || now.Sub(k.at) >= pairsFresh {
-		if r.pairsReading[tn] {
-			r.pairsMu.Unlock()
-			return true
-		}
-		if r.pairsReading == nil {
-			r.pairsReading = map[string]bool{}
-		}
-		r.pairsReading[tn] = true
-		r.pairsMu.Unlock()
-		read, err := r.readPairRanges(ctx, tn)
-		r.pairsMu.Lock()
-		delete(r.pairsReading, tn)
-		if err != nil {
-			r.pairsMu.Unlock()
-			return true // the window's statement answers, or says what failed
-		}
-		read.at = now
-		if r.pairsKnown == nil || len(r.pairsKnown) >= maxCachedResources {
-			r.pairsKnown = map[string]*knownPairs{}
-		}
-		r.pairsKnown[tn], k = read, read
+	defer r.pairsMu.Unlock()
+	if k := r.pairsKnown[tn]; k != nil && now.Sub(k.at) < pairsFresh {
+		return k
 	}
+	if r.pairsReading[tn] {
+		return nil
+	}
+	if r.pairsReading == nil {
+		r.pairsReading = map[string]bool{}
+	}
+	r.pairsReading[tn] = true
 	r.pairsMu.Unlock()
-	if k.all {
-		return true
+	k, err := r.readPairs(ctx, tn)
+	r.pairsMu.Lock()
+	delete(r.pairsReading, tn)
+	if err != nil {
+		return nil // the window's statement answers, or says what failed
 	}
-	// As the statement's has(splitByChar('\n', {hosts}), …) and its bounds.
-	of := map[string]bool{}
-	for h := range strings.SplitSeq(hosts, "\n") {
-		of[h] = true
+	k.at = now
+	if r.pairsKnown == nil || len(r.pairsKnown) >= maxPairsTenants {
+		r.pairsKnown = map[string]*knownPairs{}
 	}
-	from, to := fromNs/1e9, toNs/1e9
-	for p, span := range k.ranges {
-		if of[p.a] && of[p.b] && span[1] >= from && span[0] <= to {
-			return true
-		}
-	}
-	return false
+	r.pairsKnown[tn] = k
+	return k
 }
 
-// readPairRanges reads the tenant's skewed host pairs and the time of each
-// one's first and last estimate (queries/clock_pair_ranges.sql).
-func (r *Reader) readPairRanges(ctx context.Context, tn string) (*knownPairs, error) {
-	k := &knownPairs{ranges: map[hostPair][2]int64{}}
-	p := Params{"tenant": tn, "max_pairs": uint64(maxKnownPairs) + 1}
-	err := r.conn.Query(ctx, r.pairRanges, p, func(b []byte) error {
+// readPairs reads the tenant's skewed host pairs, the time of each one's
+// first and last estimate and, while there are at most maxKnownEstimates,
+// every estimate (queries/clock_pair_estimates.sql).
+func (r *Reader) readPairs(ctx context.Context, tn string) (*knownPairs, error) {
+	k := &knownPairs{pairs: map[hostPair]*pairEstimates{}, estimates: true}
+	p := Params{"tenant": tn, "max_pairs": uint64(maxKnownPairs) + 1, "max_estimates": uint64(maxKnownEstimates)}
+	err := r.conn.Query(ctx, r.pairEstimates, p, func(b []byte) error {
 		var row struct {
-			A     string `json:"host_a"`
-			B     string `json:"host_b"`
-			First int64  `json:"first_s"`
-			Last  int64  `json:"last_s"`
+			A       string  `json:"host_a"`
+			B       string  `json:"host_b"`
+			First   int64   `json:"first_s"`
+			Last    int64   `json:"last_s"`
+			At      []int64 `json:"at_s"`
+			Offsets []int64 `json:"offsets_ns"`
+			Samples []int   `json:"samples"`
 		}
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
-		k.ranges[hostPair{row.A, row.B}] = [2]int64{row.First, row.Last}
+		if len(row.Offsets) != len(row.At) || len(row.Samples) != len(row.At) {
+			return fmt.Errorf("pair %s–%s: %d times, %d offsets and %d samples", row.A, row.B,
+				len(row.At), len(row.Offsets), len(row.Samples))
+		}
+		// A pair has one estimate at least: none means the tenant had too many.
+		k.estimates = k.estimates && len(row.At) > 0
+		e := &pairEstimates{first: row.First, last: row.Last}
+		order := make([]int, len(row.At))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(row.At[i], row.At[j]) })
+		for _, i := range order {
+			e.at, e.offsets, e.samples = append(e.at, row.At[i]), append(e.offsets, row.Offsets[i]), append(e.samples, row.Samples[i])
+		}
+		k.pairs[hostPair{row.A, row.B}] = e
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("reading the skewed host pairs: %w", err)
 	}
-	k.all = len(k.ranges) > maxKnownPairs
+	k.all = len(k.pairs) > maxKnownPairs
 	return k, nil
 }

@@ -71,8 +71,12 @@ func (c *recordingConn) Insert(context.Context, string, Format, []byte) error {
 
 func (c *recordingConn) Query(_ context.Context, query string, params Params, row func([]byte) error) error {
 	c.record(query, params)
+	if params["max_pairs"] != nil {
+		// A pair of the spans' host, kept without its estimates: the window is read.
+		return row([]byte(`{"host_a":"shop-1","host_b":"shop-1","first_s":0,"last_s":0}`))
+	}
 	if strings.Contains(query, "resource_id") {
-		return row([]byte(`{"trace_id":"0af7651916cd43dd8448eb211c80319c","resource_id":1234567}`))
+		return row([]byte(`{"trace_id":"0af7651916cd43dd8448eb211c80319c","resource_id":1234567,"host":"shop-1"}`))
 	}
 	return row([]byte(`{"trace_id":"0af7651916cd43dd8448eb211c80319c"}`))
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/red"
 	"github.com/tracesift/tracesift/internal/store"
+	"github.com/tracesift/tracesift/internal/tenant"
 )
 
 // RED rows written in several flushes add up when read, grouped by any key,
@@ -115,8 +116,8 @@ func TestREDTalliesSummed(t *testing.T) {
 
 // A trace read after its hosts' skew was estimated gets the latest estimate
 // near its time of each skewed pair among its hosts, whether the reader
-// knows the tenant's pairs or not; the window of a trace of those hosts at
-// another time is not read once it knows them.
+// knows the tenant's pairs or not; once it knows them, neither that trace
+// nor one of those hosts at another time reads its window.
 func TestSkewedPairsReadWithTheTrace(t *testing.T) {
 	ctx := context.Background()
 	require.NoError(t, store.ApplySchema(ctx, conn, db))
@@ -147,10 +148,15 @@ func TestSkewedPairsReadWithTheTrace(t *testing.T) {
 		{TimeUnixNano: at(time.Hour), A: "db-7", B: "web-7", OffsetNanos: -900e6, Samples: 9},        // past the window
 		{TimeUnixNano: at(20 * time.Second), A: "db-7", B: "mq-7", OffsetNanos: 500e6, Samples: 5},   // another host
 	}))
-	for _, read := range []string{"with the resources", "the tenant's pairs known"} {
+	for _, read := range []struct {
+		what       string
+		statements int64
+	}{{"with the resources", 3}, {"the tenant's pairs read", 3}, {"the tenant's pairs known", 2}} {
+		counter.n.Store(0)
 		got, err := r.GetTrace(ctx, traceID(0x7c).String())
 		require.NoError(t, err)
-		assert.Equal(t, []model.ClockPair{{A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9}}, got.SkewedPairs, read)
+		assert.Equal(t, []model.ClockPair{{A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9}}, got.SkewedPairs, read.what)
+		assert.Equal(t, read.statements, counter.n.Load(), read.what)
 	}
 	// The same hosts an hour and two minutes later: no estimate in its window.
 	td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0).SetTraceID(traceID(0x7d))
@@ -175,6 +181,34 @@ func TestSkewedPairsReadWithTheTrace(t *testing.T) {
 		{TimeUnixNano: at(10 * time.Second), A: "db-7", B: "web-7", OffsetNanos: -200e6, Samples: 5},
 		{TimeUnixNano: at(50 * time.Second), A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9},
 	}, pairs, "by pair and time, in the window only")
+}
+
+// A tenant with more estimates than the reader keeps (10 000) has the window
+// of a trace through a pair estimated in it read, with the same answer.
+func TestSkewedPairsOfATenantWithManyEstimates(t *testing.T) {
+	ctx := context.Background()
+	const tdb = "ts_skewed_many"
+	w := shopStore(t, tdb, 0x7e, tenant.Default, true)
+	counter := &statementCounter{Conn: conn}
+	r := store.NewReader(counter, tdb, store.ReaderConfig{LogWindow: time.Minute})
+	// One a second from 5 000 s before the trace: the latest in its window is
+	// a minute after its end.
+	var est []model.ClockPair
+	for i := range 10001 {
+		est = append(est, model.ClockPair{TimeUnixNano: uint64(getTraceBase.Add(time.Duration(i-5000) * time.Second).UnixNano()),
+			A: "pay-1", B: "shop-1", OffsetNanos: int64(i), Samples: 1})
+	}
+	require.NoError(t, w.WriteClockPairs(ctx, est))
+	for _, read := range []struct {
+		what       string
+		statements int64
+	}{{"with the resources", 3}, {"the tenant's pairs read", 4}, {"the tenant's pairs known", 3}} {
+		counter.n.Store(0)
+		got, err := r.GetTrace(ctx, traceID(0x7e).String())
+		require.NoError(t, err)
+		assert.Equal(t, []model.ClockPair{{A: "pay-1", B: "shop-1", OffsetNanos: 5061, Samples: 1}}, got.SkewedPairs, read.what)
+		assert.Equal(t, read.statements, counter.n.Load(), read.what)
+	}
 }
 
 // A window read from the rollups (whole ten minutes and minutes) and the
