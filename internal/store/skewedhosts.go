@@ -43,10 +43,14 @@ type knownPairs struct {
 
 // pairEstimates is what the reader keeps of a skewed host pair.
 type pairEstimates struct {
-	first, last int64   // the time of the first and last estimate, in seconds
-	at          []int64 // each estimate's time, ascending, when kept
-	offsets     []int64 // clock(b) − clock(a) at at[i]
-	samples     []int
+	first, last int64      // the time of the first and last estimate, in seconds
+	estimates   []estimate // by time, when kept
+}
+
+type estimate struct {
+	at      int64 // seconds
+	offset  int64 // clock(b) − clock(a), in nanoseconds
+	samples int
 }
 
 // knownSkewedPairs returns the skewed pairs of two of hosts in the window
@@ -72,9 +76,10 @@ func (r *Reader) knownSkewedPairs(ctx context.Context, tn string, hosts map[stri
 			return nil, false
 		}
 		// The latest estimate at or before to, if it is not before from.
-		i := sort.Search(len(e.at), func(i int) bool { return e.at[i] > to }) - 1
-		if i >= 0 && e.at[i] >= from {
-			pairs = append(pairs, model.ClockPair{A: p.a, B: p.b, OffsetNanos: e.offsets[i], Samples: e.samples[i]})
+		i := sort.Search(len(e.estimates), func(i int) bool { return e.estimates[i].at > to }) - 1
+		if i >= 0 && e.estimates[i].at >= from {
+			pairs = append(pairs, model.ClockPair{A: p.a, B: p.b, OffsetNanos: e.estimates[i].offset,
+				Samples: e.estimates[i].samples})
 		}
 	}
 	return pairs, true
@@ -86,12 +91,14 @@ func (r *Reader) knownSkewedPairs(ctx context.Context, tn string, hosts map[stri
 func (r *Reader) tenantPairs(ctx context.Context, tn string) *knownPairs {
 	now := r.now()
 	r.pairsMu.Lock()
-	defer r.pairsMu.Unlock()
-	if k := r.pairsKnown[tn]; k != nil && now.Sub(k.at) < pairsFresh {
+	k := r.pairsKnown[tn]
+	fresh := k != nil && now.Sub(k.at) < pairsFresh
+	if fresh || r.pairsReading[tn] {
+		r.pairsMu.Unlock()
+		if !fresh {
+			return nil
+		}
 		return k
-	}
-	if r.pairsReading[tn] {
-		return nil
 	}
 	if r.pairsReading == nil {
 		r.pairsReading = map[string]bool{}
@@ -100,6 +107,7 @@ func (r *Reader) tenantPairs(ctx context.Context, tn string) *knownPairs {
 	r.pairsMu.Unlock()
 	k, err := r.readPairs(ctx, tn)
 	r.pairsMu.Lock()
+	defer r.pairsMu.Unlock()
 	delete(r.pairsReading, tn)
 	if err != nil {
 		return nil // the window's statement answers, or says what failed
@@ -137,15 +145,11 @@ func (r *Reader) readPairs(ctx context.Context, tn string) (*knownPairs, error) 
 		}
 		// A pair has one estimate at least: none means the tenant had too many.
 		k.estimates = k.estimates && len(row.At) > 0
-		e := &pairEstimates{first: row.First, last: row.Last}
-		order := make([]int, len(row.At))
-		for i := range order {
-			order[i] = i
+		e := &pairEstimates{first: row.First, last: row.Last, estimates: make([]estimate, len(row.At))}
+		for i, at := range row.At {
+			e.estimates[i] = estimate{at: at, offset: row.Offsets[i], samples: row.Samples[i]}
 		}
-		slices.SortStableFunc(order, func(i, j int) int { return cmp.Compare(row.At[i], row.At[j]) })
-		for _, i := range order {
-			e.at, e.offsets, e.samples = append(e.at, row.At[i]), append(e.offsets, row.Offsets[i]), append(e.samples, row.Samples[i])
-		}
+		slices.SortStableFunc(e.estimates, func(a, b estimate) int { return cmp.Compare(a.at, b.at) })
 		k.pairs[hostPair{row.A, row.B}] = e
 		return nil
 	})
