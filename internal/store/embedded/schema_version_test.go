@@ -222,19 +222,8 @@ func TestAttributeFilterOfPartsWrittenBefore(t *testing.T) {
 	_, err := w.WriteTraces(ctx, td)
 	require.NoError(t, err)
 
-	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
-	require.Eventually(t, func() bool {
-		return count(t, "SELECT count() AS n FROM system.mutations WHERE database = {db:String} AND table = 'spans' AND NOT is_done",
-			store.Params{"db": vdb}) == 0
-	}, time.Minute, 10*time.Millisecond)
-	var plan []string
-	require.NoError(t, conn.Query(ctx, "EXPLAIN indexes = 1 SELECT count() FROM "+vdb+".spans WHERE attributes['app.order.id'] = 'none'",
-		nil, func(b []byte) error {
-			var row struct{ Explain string }
-			err := json.Unmarshal(b, &row)
-			plan = append(plan, strings.TrimSpace(row.Explain))
-			return err
-		}))
+	applyAndMutate(t, vdb)
+	plan := explainIndexes(t, "SELECT count() FROM "+vdb+".spans WHERE attributes['app.order.id'] = 'none'", nil)
 	i := slices.Index(plan, "Name: idx_attr_value_bloom")
 	require.GreaterOrEqual(t, i, 0, "%v", plan)
 	require.Greater(t, len(plan), i+3, "%v", plan)
@@ -347,4 +336,75 @@ func TestTraceFactsOfRowsWrittenBefore(t *testing.T) {
 		assert.EqualValues(t, 1, s.Count, s.Kind)
 		assert.Equal(t, []string{id}, s.ExampleTraceIDs, s.Kind)
 	}
+}
+
+// Lines and findings written before schema 021 get its filters of trace ids
+// from the mutations it starts: a trace by id for a trace that a part's key
+// range covers but that is not in it skips the part's granules, in both of
+// the tables its facts statement reads.
+func TestTraceIDFiltersOfPartsWrittenBefore(t *testing.T) {
+	ctx := context.Background()
+	const vdb = "ts_schema_trace_id_filters"
+	freshDatabase(t, vdb)
+	schemaUpTo(t, vdb, 20)
+	w := store.NewWriter(conn, vdb)
+	// One part each, the trace read below sorting between its two.
+	ld := plog.NewLogs()
+	recs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	var findings []model.Finding
+	for _, b := range []byte{0x10, 0x30} {
+		lr := recs.AppendEmpty()
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(getTraceBase))
+		lr.SetTraceID(traceID(b))
+		lr.Body().SetStr("a line")
+		findings = append(findings, model.Finding{TraceID: traceID(b).String(), TimeUnixNano: uint64(getTraceBase.UnixNano()),
+			Kind: "slowest_hop", Service: "shop", Subject: "shop GET /cart", Value: 2})
+	}
+	_, err := w.WriteLogs(ctx, ld)
+	require.NoError(t, err)
+	require.NoError(t, w.WriteFacts(ctx, findings, nil))
+
+	applyAndMutate(t, vdb)
+	plan := explainIndexes(t, store.Query("trace_facts", vdb),
+		store.Params{"trace_id": traceID(0x20).String(), "tenant": tenant.Default, "max_logs": uint64(10)})
+	var filtered []string
+	for i, line := range plan {
+		if line == "Name: idx_trace_id" && i+3 < len(plan) {
+			filtered = append(filtered, plan[i+3])
+		}
+	}
+	require.Len(t, filtered, 2, "the filter in both tables: %v", plan)
+	for _, f := range filtered {
+		assert.Regexp(t, `^Granules: 0/1$`, f, "%v", plan)
+	}
+	rows := 0
+	require.NoError(t, conn.Query(ctx, store.Query("trace_facts", vdb),
+		store.Params{"trace_id": traceID(0x30).String(), "tenant": tenant.Default, "max_logs": uint64(10)},
+		func([]byte) error { rows++; return nil }))
+	assert.Equal(t, 2, rows, "a trace in the parts: its line and its finding")
+}
+
+// applyAndMutate brings db's schema up to the build's and waits for the
+// mutations it started (filters materialized on parts written before).
+func applyAndMutate(t *testing.T, db string) {
+	t.Helper()
+	require.NoError(t, store.ApplySchema(context.Background(), conn, db))
+	require.Eventually(t, func() bool {
+		return count(t, "SELECT count() AS n FROM system.mutations WHERE database = {db:String} AND NOT is_done",
+			store.Params{"db": db}) == 0
+	}, time.Minute, 10*time.Millisecond)
+}
+
+// explainIndexes is the engine's plan of query with the indexes it used, a
+// line each, trimmed.
+func explainIndexes(t *testing.T, query string, params store.Params) []string {
+	t.Helper()
+	var plan []string
+	require.NoError(t, conn.Query(context.Background(), "EXPLAIN indexes = 1 "+query, params, func(b []byte) error {
+		var row struct{ Explain string }
+		err := json.Unmarshal(b, &row)
+		plan = append(plan, strings.TrimSpace(row.Explain))
+		return err
+	}))
+	return plan
 }
