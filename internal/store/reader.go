@@ -79,6 +79,7 @@ type Reader struct {
 	cfg  ReaderConfig
 	// The queries, rendered for the database once.
 	spans, facts, summary, logSearch, logsKept  string
+	spansOrdered, factsOrdered                  string // as written; spans and facts without their lines marked "ordered"
 	traceSearch, services, operations, redQuery string
 	redTallies, dependencies, clockPairs        string
 	spansTable, resourceTable                   string // qualified with the database
@@ -127,7 +128,8 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	}
 	limited := func(q string) string { return withQueryLimits(q, cfg) }
 	return &Reader{conn: conn, cfg: cfg,
-		spans: limited(Query("trace_spans", db)), facts: limited(Query("trace_facts", db)),
+		spans: limited(unordered(Query("trace_spans", db))), facts: limited(unordered(Query("trace_facts", db))),
+		spansOrdered: limited(Query("trace_spans", db)), factsOrdered: limited(Query("trace_facts", db)),
 		summary:   limited(Query("findings_summary", db)),
 		logSearch: limited(Query("logs_search", db)), logsKept: limited(Query("logs_kept", db)),
 		window:          limited(traceWindow(db, "")),
@@ -138,6 +140,14 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		dependencies: limited(Query("dependencies", db)), clockPairs: limited(Query("clock_pairs", db)),
 		resourcesByID: limited(Query("resources", db)), pairEstimates: limited(Query("clock_pair_estimates", db)),
 		spansTable: db + ".spans", resourceTable: db + ".resources", now: time.Now}
+}
+
+// unordered is q without its lines that end in "-- ordered": the clauses
+// that sort a trace's rows, which the reader sorts more cheaply itself when
+// the limit is not reached.
+func unordered(q string) string {
+	lines := strings.Split(q, "\n")
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return strings.HasSuffix(l, "-- ordered") }), "\n")
 }
 
 // traceWindow is queries/trace_window.sql with resources in its slot.
@@ -177,21 +187,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	var logResources []uint64 // of each line
 	facts := make(chan error, 1)
 	go func() { facts <- r.readFacts(ctx, t, tn, &logResources) }()
-	var resourceIDs []uint64 // of each span
-	err := r.conn.Query(ctx, r.spans, Params{"trace_id": traceID, "tenant": tn, "max_spans": uint64(r.cfg.MaxSpans) + 1}, func(b []byte) error {
-		if len(t.Spans) == r.cfg.MaxSpans {
-			t.Truncated = true
-			return nil
-		}
-		var row traceSpanRow
-		if err := json.Unmarshal(b, &row); err != nil {
-			return err
-		}
-		row.SpanID, row.ParentSpanID = splitIDs(row.IDs)
-		t.Spans = append(t.Spans, row.span())
-		resourceIDs = append(resourceIDs, row.ResourceID)
-		return nil
-	})
+	resourceIDs, err := r.readSpans(ctx, t, tn)
 	var res spanResources
 	if err != nil {
 		err = fmt.Errorf("reading the spans of trace %s: %w", traceID, err)
@@ -291,17 +287,34 @@ func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, reso
 // (its Logs, Findings and ClockOffsets only), each once, and the resource id
 // of each line into logResources.
 func (r *Reader) readFacts(ctx context.Context, t *model.Trace, tn string, logResources *[]uint64) error {
+	// Unordered, one line more than the cap: all of them when no more come.
+	lines, err := r.readFactsOnce(ctx, r.facts, uint64(r.cfg.MaxLogs)+1, t, tn, logResources)
+	if err != nil || lines <= r.cfg.MaxLogs {
+		return err
+	}
+	t.Logs, t.Findings, t.ClockOffsets, *logResources = t.Logs[:0], t.Findings[:0], map[string]int64{}, (*logResources)[:0]
+	_, err = r.readFactsOnce(ctx, r.factsOrdered, uint64(r.cfg.MaxLogs), t, tn, logResources)
+	return err
+}
+
+// readFactsOnce reads q (a form of trace_facts.sql) with maxLogs into t and
+// returns the number of log rows read, duplicates included.
+func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t *model.Trace, tn string, logResources *[]uint64) (int, error) {
 	seen := map[string]bool{} // by their row
-	p := Params{"trace_id": t.TraceID, "tenant": tn, "max_logs": uint64(r.cfg.MaxLogs)}
-	return r.conn.Query(ctx, r.facts, p, func(b []byte) error {
-		if seen[string(b)] {
-			return nil
-		}
-		seen[string(b)] = true
+	lines := 0
+	p := Params{"trace_id": t.TraceID, "tenant": tn, "max_logs": maxLogs}
+	err := r.conn.Query(ctx, q, p, func(b []byte) error {
 		var row windowRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
+		if row.Part == partLog {
+			lines++
+		}
+		if seen[string(b)] {
+			return nil
+		}
+		seen[string(b)] = true
 		switch row.Part {
 		case partLog:
 			t.Logs = append(t.Logs, row.log())
@@ -317,6 +330,57 @@ func (r *Reader) readFacts(ctx context.Context, t *model.Trace, tn string, logRe
 		}
 		return nil
 	})
+	return lines, err
+}
+
+// readSpans reads the spans of t into it, earliest first, each once, and
+// returns each one's resource id. Unordered first, one span more than the
+// cap: all of them when no more come, sorted and deduplicated here. Else
+// again, sorted and deduplicated by the engine, to keep the earliest.
+func (r *Reader) readSpans(ctx context.Context, t *model.Trace, tn string) ([]uint64, error) {
+	type read struct {
+		span model.Span
+		ids  string
+		res  uint64
+	}
+	var rows []read
+	query := func(q string) error {
+		rows = rows[:0]
+		return r.conn.Query(ctx, q, Params{"trace_id": t.TraceID, "tenant": tn, "max_spans": uint64(r.cfg.MaxSpans) + 1}, func(b []byte) error {
+			var row traceSpanRow
+			if err := json.Unmarshal(b, &row); err != nil {
+				return err
+			}
+			row.SpanID, row.ParentSpanID = splitIDs(row.IDs)
+			rows = append(rows, read{row.span(), row.IDs, row.ResourceID})
+			return nil
+		})
+	}
+	if err := query(r.spans); err != nil {
+		return nil, err
+	}
+	if len(rows) <= r.cfg.MaxSpans {
+		slices.SortStableFunc(rows, func(a, b read) int {
+			return cmp.Or(cmp.Compare(a.span.StartUnixNano, b.span.StartUnixNano), strings.Compare(a.ids, b.ids))
+		})
+		seen := make(map[string]bool, len(rows))
+		rows = slices.DeleteFunc(rows, func(x read) bool {
+			dup := seen[x.span.SpanID]
+			seen[x.span.SpanID] = true
+			return dup
+		})
+	} else if err := query(r.spansOrdered); err != nil {
+		return nil, err
+	}
+	if len(rows) > r.cfg.MaxSpans {
+		t.Truncated, rows = true, rows[:r.cfg.MaxSpans]
+	}
+	resourceIDs := make([]uint64, len(rows))
+	for i, x := range rows {
+		t.Spans = append(t.Spans, x.span)
+		resourceIDs[i] = x.res
+	}
+	return resourceIDs, nil
 }
 
 // The parts of the rows of queries/trace_window.sql and trace_facts.sql.

@@ -4,8 +4,10 @@
 -- the other parts' columns are at their defaults. The reader deduplicates
 -- (rows may be stored twice after a sampler crash) and orders. Each table
 -- read is confined to the tenant.
---   0 a log line (trace_logs, schema 019), the earliest {max_logs} at most,
---     its resource by id (resource_id; 0 for lines that carry theirs)
+--   0 a log line (trace_logs, schema 019), {max_logs} at most, its
+--     resource by id (resource_id; 0 for lines that carry theirs). The
+--     reader reads first without the line marked "ordered"; only when the
+--     limit is reached does it read again as written, for the earliest.
 --   1 a finding (trace_facts, schema 020; its summary in body)
 --   2 a host's clock offset (trace_facts; host, offset_ns)
 SELECT 0 AS part, toUnixTimestamp64Nano(timestamp) AS timestamp,
@@ -15,7 +17,7 @@ SELECT 0 AS part, toUnixTimestamp64Nano(timestamp) AS timestamp,
 FROM ${db}.trace_logs
 WHERE trace_id = {trace_id:String}
   AND tenant = {tenant:String}
-ORDER BY trace_logs.timestamp, observed_timestamp
+ORDER BY trace_logs.timestamp, observed_timestamp -- ordered
 LIMIT {max_logs:UInt64}
 UNION ALL
 SELECT if(fact = 'finding', 1, 2), 0, 0, '', '', '', 0, service, host, summary, map(), map(), '', 0, kind, span_ids,
