@@ -2,6 +2,7 @@ package bench
 
 import (
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -178,8 +179,9 @@ func (g *storeGen) reservoir(have, seen int) (int, bool) {
 // and host, one with the span's trace and span id a millisecond after it
 // starts and one without a trace (the services' other logs); for each trace
 // its slowest-hop finding (on the root) and one clock offset (the host of
-// its first server span below the root). Numbers in the lines come from the
-// span ids, so a replayed batch makes the same lines.
+// its first server span below the root), both at the trace's start as the
+// sampler writes them. Numbers in the lines come from the span ids, so a
+// replayed batch makes the same lines.
 func storeExtras(td ptrace.Traces) (plog.Logs, []model.Finding, []model.ClockOffset) {
 	ld := plog.NewLogs()
 	var findings []model.Finding
@@ -208,8 +210,7 @@ func storeExtras(td ptrace.Traces) (plog.Logs, []model.Finding, []model.ClockOff
 			} else if span.Kind() == ptrace.SpanKindServer && !offsetDone[span.TraceID()] {
 				offsetDone[span.TraceID()] = true
 				offsets = append(offsets, model.ClockOffset{TraceID: span.TraceID().String(),
-					TimeUnixNano: uint64(span.StartTimestamp()), Host: host, OffsetNanos: int64(n%10_000_000) - 5_000_000,
-					Source: clockskew.SourceEstimate.String()})
+					Host: host, OffsetNanos: int64(n%10_000_000) - 5_000_000, Source: clockskew.SourceEstimate.String()})
 			}
 			if span.Kind() != ptrace.SpanKindServer {
 				continue
@@ -226,6 +227,13 @@ func storeExtras(td ptrace.Traces) (plog.Logs, []model.Finding, []model.ClockOff
 				}
 			}
 		}
+	}
+	starts := make(map[string]uint64, len(findings)) // of each trace: its root's
+	for _, f := range findings {
+		starts[f.TraceID] = f.TimeUnixNano
+	}
+	for i := range offsets {
+		offsets[i].TimeUnixNano = starts[offsets[i].TraceID]
 	}
 	return ld, findings, offsets
 }
@@ -329,6 +337,14 @@ func TestStoreGen(t *testing.T) {
 		require.Equal(t, 2*storeTracedLines*CycleTraces, ld.LogRecordCount())
 		require.Len(t, findings, CycleTraces)
 		require.Len(t, offsets, CycleTraces)
+		for _, f := range findings { // at the trace's start, as the sampler writes them
+			id, _ := hex.DecodeString(f.TraceID)
+			require.EqualValues(t, traces[pcommon.TraceID(id)].first, f.TimeUnixNano, "the finding's time")
+		}
+		for _, o := range offsets {
+			id, _ := hex.DecodeString(o.TraceID)
+			require.EqualValues(t, traces[pcommon.TraceID(id)].first, o.TimeUnixNano, "the clock offset's time")
+		}
 		batchFirst := int64(^uint64(0) >> 1)
 		throughSkew := 0
 		for id, ti := range traces {
