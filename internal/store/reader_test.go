@@ -13,20 +13,24 @@ import (
 	"github.com/tracesift/tracesift/internal/tenant"
 )
 
-// traceConn answers a trace's spans with two spans of resource 7, on hosts
-// shop-1 and pay-1 at 1 ns, its window with the resource when asked for it,
-// and the tenant's skewed pairs with pairs.
+// traceConn answers a trace's spans with spans, or else two spans of
+// resource 7, on hosts shop-1 and pay-1 at 1 ns, its window with the
+// resource when asked for it, and the tenant's skewed pairs with pairs.
 type traceConn struct {
 	recordingConn
-	pairs []string
+	pairs, spans []string
 }
 
 func (c *traceConn) Query(ctx context.Context, query string, params Params, row func([]byte) error) error {
 	c.record(query, params)
 	switch {
 	case strings.Contains(query, "FROM "+snapshotDB+".spans"):
-		for _, b := range []string{`{"timestamp":1,"ids":"0A0B0C0D0E0F10110000000000000000","host":"shop-1","resource_id":7}`,
-			`{"timestamp":1,"ids":"1A0B0C0D0E0F10110A0B0C0D0E0F1011","host":"pay-1","resource_id":7}`} {
+		spans := c.spans
+		if spans == nil {
+			spans = []string{`{"timestamp":1,"ids":"0A0B0C0D0E0F10110000000000000000","host":"shop-1","resource_id":7}`,
+				`{"timestamp":1,"ids":"1A0B0C0D0E0F10110A0B0C0D0E0F1011","host":"pay-1","resource_id":7}`}
+		}
+		for _, b := range spans {
 			if err := row([]byte(b)); err != nil {
 				return err
 			}
@@ -91,6 +95,44 @@ func TestGetTraceStatements(t *testing.T) {
 			assert.Equal(t, tenant.Default, others[0].params["tenant"])
 		}
 	}
+}
+
+// Within the cap the reader sorts a trace's spans (by start, then ids) and
+// keeps each once, from one statement; past it, it reads them again sorted
+// by the engine and keeps the first MaxSpans.
+func TestGetTraceSortsSpans(t *testing.T) {
+	c := &traceConn{spans: []string{
+		`{"timestamp":3,"ids":"0C00000000000001000000000000000A"}`,
+		`{"timestamp":1,"ids":"0B0000000000000100000000000000AA"}`,
+		`{"timestamp":3,"ids":"0C00000000000001000000000000000A"}`, // stored twice
+		`{"timestamp":1,"ids":"0A000000000000010000000000000000"}`}}
+	sent := func(q string) (n int) {
+		for _, s := range c.sent {
+			if s.sql == q {
+				n++
+			}
+		}
+		return n
+	}
+	r := NewReader(c, snapshotDB, ReaderConfig{})
+	tr, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
+	require.NoError(t, err)
+	var ids []string
+	for _, s := range tr.Spans {
+		ids = append(ids, s.SpanID)
+	}
+	assert.Equal(t, []string{"0a00000000000001", "0b00000000000001", "0c00000000000001"}, ids)
+	assert.False(t, tr.Truncated)
+	assert.Equal(t, 1, sent(r.spans))
+	assert.Zero(t, sent(r.spansOrdered))
+
+	c.sent = nil
+	r = NewReader(c, snapshotDB, ReaderConfig{MaxSpans: 3})
+	tr, err = r.GetTrace(context.Background(), snapshotTraceIDs[0])
+	require.NoError(t, err)
+	assert.Equal(t, 1, sent(r.spansOrdered), "4 rows for a cap of 3: read again, sorted by the engine")
+	assert.True(t, tr.Truncated)
+	assert.Len(t, tr.Spans, 3)
 }
 
 // A trace's skewed pairs are found in the tenant's estimates: of each pair
