@@ -1,6 +1,8 @@
 package embedded
 
 import (
+	"bytes"
+	_ "embed"
 	"errors"
 	"fmt"
 	"os"
@@ -154,7 +156,11 @@ func openSession(dir string) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"clickhouse", "--path=" + abs}
+	config, err := writeEngineConfig(abs)
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"clickhouse", "--path=" + abs, "--config-file=" + config}
 	argv := make([]*byte, len(args))
 	for i, a := range args {
 		b := append([]byte(a), 0)
@@ -165,6 +171,31 @@ func openSession(dir string) (*session, error) {
 		return nil, fmt.Errorf("the embedded ClickHouse engine could not open %s (is another process using it?)", abs)
 	}
 	return &session{e: e, conn: conn}, nil
+}
+
+// engineConfig is the engine's configuration: the compression of parts by
+// their size and the cache of skip indexes (engine.xml).
+//
+//go:embed engine.xml
+var engineConfig []byte
+
+// engineConfigName is engineConfig's file in the data directory.
+const engineConfigName = "tracesift-engine.xml"
+
+// writeEngineConfig writes engineConfig into the data directory dir, unless
+// it is there already, and returns its path.
+func writeEngineConfig(dir string) (string, error) {
+	path := filepath.Join(dir, engineConfigName)
+	if b, err := os.ReadFile(path); err == nil && bytes.Equal(b, engineConfig) {
+		return path, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating the data directory: %w", err)
+	}
+	if err := os.WriteFile(path, engineConfig, 0o644); err != nil {
+		return "", fmt.Errorf("writing the engine's configuration: %w", err)
+	}
+	return path, nil
 }
 
 // query runs q and passes its output, in format, to out (nil to ignore

@@ -408,3 +408,39 @@ func explainIndexes(t *testing.T, query string, params store.Params) []string {
 	}))
 	return plan
 }
+
+// From schema 022 the spans' larger columns take the engine's compression
+// (engine.xml): LZ4 in the parts inserts write, ZSTD(6) in a part a
+// merge makes of 16 MiB or more. The server's copy of the file is this one.
+func TestSpansCompressedByPartSize(t *testing.T) {
+	ctx := context.Background()
+	const vdb = "ts_schema_part_compression"
+	freshDatabase(t, vdb)
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	// Two parts of 10 MiB of random attribute values: the merged part is
+	// over 16 MiB compressed whatever the codec.
+	for range 2 {
+		require.NoError(t, conn.Exec(ctx, "INSERT INTO "+vdb+".spans (timestamp, trace_id, span_id, name, attributes) "+
+			"SELECT now64(9), hex(randomString(16)), hex(randomString(8)), 'op', map('blob', randomString(1000)) "+
+			"FROM numbers(10000)", nil))
+	}
+	codecs := func() []string {
+		var out []string
+		for _, row := range queryRows(t, "SELECT default_compression_codec AS c FROM system.parts "+
+			"WHERE database = {db:String} AND table = 'spans' AND active ORDER BY name", store.Params{"db": vdb}) {
+			out = append(out, fmt.Sprint(row["c"]))
+		}
+		return out
+	}
+	assert.Equal(t, []string{"LZ4", "LZ4"}, codecs(), "as inserted")
+	require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+vdb+".spans FINAL", nil))
+	assert.Equal(t, []string{"ZSTD(6)"}, codecs(), "merged")
+	for _, row := range queryRows(t, "SELECT name, compression_codec FROM system.columns WHERE database = {db:String} "+
+		"AND table = 'spans' AND name IN ('attributes', 'timestamp')", store.Params{"db": vdb}) {
+		assert.Contains(t, fmt.Sprint(row["compression_codec"]), "Default", "%v", row)
+	}
+
+	server, err := os.ReadFile("../../../deploy/clickhouse/config.d/tracesift.xml")
+	require.NoError(t, err)
+	assert.Equal(t, string(engineConfig), string(server), "deploy/clickhouse/config.d has the embedded store's file")
+}
