@@ -72,7 +72,11 @@ func Open(dataDir string) (*Conn, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("chdb: creating data directory: %w", err)
 	}
-	s, err := openSession(dataDir)
+	config, err := writeEngineConfig(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	s, err := openSession(dataDir, config)
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +89,7 @@ func Open(dataDir string) (*Conn, error) {
 	c := &Conn{reads: make(sessions, readSessions), writes: make(sessions, writeSessions), insertDir: insertDir}
 	c.all = append(c.all, s)
 	for len(c.all) < readSessions+writeSessions {
-		more, err := openSession(dataDir)
+		more, err := openSession(dataDir, config)
 		if err != nil {
 			c.closeNow()
 			return nil, err

@@ -1,7 +1,6 @@
 package embedded
 
 import (
-	"bytes"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -146,17 +145,14 @@ type session struct {
 	conn unsafe.Pointer // chdb_connection *
 }
 
-// openSession connects the engine to the data directory dir.
-func openSession(dir string) (*session, error) {
+// openSession connects the engine to the data directory dir, with the
+// configuration file config (writeEngineConfig).
+func openSession(dir, config string) (*session, error) {
 	e, err := loadEngine()
 	if err != nil {
 		return nil, err
 	}
 	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return nil, err
-	}
-	config, err := writeEngineConfig(abs)
 	if err != nil {
 		return nil, err
 	}
@@ -182,18 +178,15 @@ var engineConfig []byte
 // engineConfigName is engineConfig's file in the data directory.
 const engineConfigName = "tracesift-engine.xml"
 
-// writeEngineConfig writes engineConfig into the data directory dir, unless
-// it is there already, and returns its path.
+// writeEngineConfig writes engineConfig into the data directory dir (which
+// exists) and returns its absolute path.
 func writeEngineConfig(dir string) (string, error) {
-	path := filepath.Join(dir, engineConfigName)
-	if b, err := os.ReadFile(path); err == nil && bytes.Equal(b, engineConfig) {
-		return path, nil
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("creating the data directory: %w", err)
+	path, err := filepath.Abs(filepath.Join(dir, engineConfigName))
+	if err != nil {
+		return "", err
 	}
 	if err := os.WriteFile(path, engineConfig, 0o644); err != nil {
-		return "", fmt.Errorf("writing the engine's configuration: %w", err)
+		return "", fmt.Errorf("chdb: writing the engine's configuration: %w", err)
 	}
 	return path, nil
 }
