@@ -60,8 +60,8 @@ const (
 // pipeline stores beside those traces (storeExtras: 0.8 log lines a span,
 // half of them with the trace's id, a finding and a clock offset a trace)
 // and reports lines/s, and the estimates of one skewed host pair
-// (storeSkewedPair: 1 in 20 traces pass through it). Run it with
-// -benchtime 1x.
+// (storeSkewedPair: 1 in 20 traces pass through it). The store's filter
+// warmer runs throughout, as in the collector. Run it with -benchtime 1x.
 //
 // Once the merges the load started have settled, it times, over the data as
 // loaded, trace by id (Reader.GetTrace: the spans, logs, findings and clock
@@ -108,6 +108,18 @@ func BenchmarkStore(b *testing.B) {
 	}
 	w := store.NewWriter(conn, storeDB)
 	r := store.NewReader(conn, storeDB, store.ReaderConfig{})
+	// The filter warmer runs as in the collector's store (storeextension).
+	warmCtx, stopWarming := context.WithCancel(ctx)
+	warmDone := make(chan struct{})
+	go func() {
+		defer close(warmDone)
+		store.NewFilterWarmer(conn, storeDB).Run(warmCtx, store.FilterWarmEvery, func(_ int, err error) {
+			if err != nil {
+				b.Errorf("filter warmer: %v", err)
+			}
+		})
+	}()
+	defer func() { stopWarming(); <-warmDone }()
 
 	end := time.Now()
 	start := end.Add(-storeRange)

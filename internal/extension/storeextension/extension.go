@@ -85,6 +85,10 @@ type storeExtension struct {
 	readyOnce sync.Once
 	mu        sync.Mutex
 	state     connState
+
+	// The filter warmer's loop, stopped before the connection closes.
+	warmCancel context.CancelFunc
+	warmDone   chan struct{}
 }
 
 // connState is the server connection's state, under storeExtension.mu.
@@ -116,6 +120,7 @@ func (e *storeExtension) Start(ctx context.Context, host component.Host) error {
 	}
 	e.conn = conn
 	e.newWriterReader(conn)
+	e.startWarmer(conn)
 	return nil
 }
 
@@ -153,6 +158,7 @@ func (e *storeExtension) startServer(ctx context.Context, host component.Host) e
 	pending := &pendingConn{}
 	e.conn = pending
 	e.newWriterReader(pending)
+	e.startWarmer(pending)
 	e.host = host
 	loopCtx, cancel := context.WithCancel(context.Background())
 	e.cancel, e.loopDone, e.attempted = cancel, make(chan struct{}), make(chan struct{})
@@ -374,8 +380,44 @@ func (e *storeExtension) stopLoop(ctx context.Context) {
 	}
 }
 
+// startWarmer runs a store.FilterWarmer over conn every FilterWarmEvery until
+// Shutdown. A failed pass is logged the first time and then every logEvery;
+// with a server not connected yet, it is not logged at all.
+func (e *storeExtension) startWarmer(conn store.Conn) {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.warmCancel, e.warmDone = cancel, make(chan struct{})
+	w := store.NewFilterWarmer(conn, e.cfg.Database)
+	var lastLog time.Time
+	go func() {
+		defer close(e.warmDone)
+		w.Run(ctx, store.FilterWarmEvery, func(n int, err error) {
+			switch {
+			case err == nil && n > 0:
+				e.logger.Debug("store: read the attribute filters of new merged parts of spans", zap.Int("parts", n))
+			case err == nil, errors.Is(err, ErrNotConnected):
+			case time.Since(lastLog) >= e.timing.logEvery:
+				lastLog = time.Now()
+				e.logger.Warn("store: reading the attribute filters of new merged parts of spans failed; "+
+					"the first search over them reads them instead", zap.Error(err))
+			}
+		})
+	}()
+}
+
+func (e *storeExtension) stopWarmer(ctx context.Context) {
+	if e.warmCancel == nil {
+		return
+	}
+	e.warmCancel()
+	select {
+	case <-e.warmDone:
+	case <-ctx.Done():
+	}
+}
+
 func (e *storeExtension) Shutdown(ctx context.Context) error {
 	e.stopLoop(ctx)
+	e.stopWarmer(ctx)
 	if e.conn == nil {
 		return nil
 	}

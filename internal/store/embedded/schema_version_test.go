@@ -412,18 +412,24 @@ func explainIndexes(t *testing.T, query string, params store.Params) []string {
 // From schema 022 the spans' larger columns take the engine's compression
 // (engine.xml): LZ4 in the parts inserts write, ZSTD(6) in a part a
 // merge makes of 16 MiB or more. The server's copy of the file is this one.
+// insertBlobParts inserts two parts of spans into db, each of 10 MiB of
+// random attribute values: their merged part is over 16 MiB compressed
+// whatever the codec, hence ZSTD (engine.xml).
+func insertBlobParts(t *testing.T, db string) {
+	t.Helper()
+	for range 2 {
+		require.NoError(t, conn.Exec(context.Background(), "INSERT INTO "+db+".spans (timestamp, trace_id, span_id, name, attributes) "+
+			"SELECT now64(9), hex(randomString(16)), hex(randomString(8)), 'op', map('blob', randomString(1000)) "+
+			"FROM numbers(10000)", nil))
+	}
+}
+
 func TestSpansCompressedByPartSize(t *testing.T) {
 	ctx := context.Background()
 	const vdb = "ts_schema_part_compression"
 	freshDatabase(t, vdb)
 	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
-	// Two parts of 10 MiB of random attribute values: the merged part is
-	// over 16 MiB compressed whatever the codec.
-	for range 2 {
-		require.NoError(t, conn.Exec(ctx, "INSERT INTO "+vdb+".spans (timestamp, trace_id, span_id, name, attributes) "+
-			"SELECT now64(9), hex(randomString(16)), hex(randomString(8)), 'op', map('blob', randomString(1000)) "+
-			"FROM numbers(10000)", nil))
-	}
+	insertBlobParts(t, vdb)
 	codecs := func() []string {
 		var out []string
 		for _, row := range queryRows(t, "SELECT default_compression_codec AS c FROM system.parts "+
