@@ -85,8 +85,9 @@ func (w *FilterWarmer) Warm(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("listing the parts of spans: %w", err)
 	}
+	warm := strings.ReplaceAll(warmFiltersSQL, "${db}", w.db)
 	for i, part := range read {
-		err := w.conn.Query(ctx, strings.ReplaceAll(warmFiltersSQL, "${db}", w.db), Params{"part": part}, func([]byte) error { return nil })
+		err := w.conn.Query(ctx, warm, Params{"part": part}, func([]byte) error { return nil })
 		if err != nil {
 			// The parts not read yet are read by the next pass.
 			for _, p := range read[i:] {

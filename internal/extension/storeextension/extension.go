@@ -370,12 +370,18 @@ func (e *storeExtension) stopLoop(ctx context.Context) {
 	e.mu.Lock()
 	e.state.stopped = true
 	e.mu.Unlock()
-	if e.cancel == nil {
+	cancelAndWait(ctx, e.cancel, e.loopDone)
+}
+
+// cancelAndWait cancels a loop started with cancel, if any, and waits for
+// done as long as ctx allows.
+func cancelAndWait(ctx context.Context, cancel context.CancelFunc, done <-chan struct{}) {
+	if cancel == nil {
 		return
 	}
-	e.cancel()
+	cancel()
 	select {
-	case <-e.loopDone:
+	case <-done:
 	case <-ctx.Done():
 	}
 }
@@ -404,20 +410,9 @@ func (e *storeExtension) startWarmer(conn store.Conn) {
 	}()
 }
 
-func (e *storeExtension) stopWarmer(ctx context.Context) {
-	if e.warmCancel == nil {
-		return
-	}
-	e.warmCancel()
-	select {
-	case <-e.warmDone:
-	case <-ctx.Done():
-	}
-}
-
 func (e *storeExtension) Shutdown(ctx context.Context) error {
 	e.stopLoop(ctx)
-	e.stopWarmer(ctx)
+	cancelAndWait(ctx, e.warmCancel, e.warmDone)
 	if e.conn == nil {
 		return nil
 	}

@@ -409,9 +409,6 @@ func explainIndexes(t *testing.T, query string, params store.Params) []string {
 	return plan
 }
 
-// From schema 022 the spans' larger columns take the engine's compression
-// (engine.xml): LZ4 in the parts inserts write, ZSTD(6) in a part a
-// merge makes of 16 MiB or more. The server's copy of the file is this one.
 // insertBlobParts inserts two parts of spans into db, each of 10 MiB of
 // random attribute values: their merged part is over 16 MiB compressed
 // whatever the codec, hence ZSTD (engine.xml).
@@ -424,6 +421,9 @@ func insertBlobParts(t *testing.T, db string) {
 	}
 }
 
+// From schema 022 the spans' larger columns take the engine's compression
+// (engine.xml): LZ4 in the parts inserts write, ZSTD(6) in a part a
+// merge makes of 16 MiB or more. The server's copy of the file is this one.
 func TestSpansCompressedByPartSize(t *testing.T) {
 	ctx := context.Background()
 	const vdb = "ts_schema_part_compression"
