@@ -337,6 +337,8 @@ func quantiles(d []time.Duration) timing {
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
+func mib(bytes uint64) string { return fmt.Sprintf("%.1f MiB", float64(bytes)/(1<<20)) }
+
 func (t timing) String() string { return fmt.Sprintf("%6.1f / %6.1f ms", ms(t.p50), ms(t.p99)) }
 
 // storeRun is what one state of the data measured.
@@ -352,6 +354,10 @@ type fetchTimes struct {
 	spans timing // its first statement alone (the spans), as the exporter's query reads
 	// Traces read, and those through storeSkewedPair's hosts (their window read too).
 	fetched, skewed int
+	// What the process read from the disk meanwhile, not from the page cache
+	// (every statement timed, the exporter's too): a tail of reads of files
+	// the page cache could not keep.
+	diskRead uint64
 }
 
 func envCount(b *testing.B, key string, def int) int {
@@ -364,6 +370,22 @@ func envCount(b *testing.B, key string, def int) int {
 		b.Fatalf("%s=%q: want a number, at least 10000", key, v)
 	}
 	return n
+}
+
+// diskReadBytes is what the process has read from storage, not the page
+// cache (/proc/self/io's read_bytes); 0 where the kernel does not say.
+func diskReadBytes() uint64 {
+	b, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "read_bytes: "); ok {
+			n, _ := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
 
 // cpuTime is the CPU time of the whole process: Go and the engine's threads.
@@ -515,6 +537,7 @@ func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Re
 	otelQuery := strings.ReplaceAll(otelTraceByIDSQL, "${db}", otelDB)
 	var get, spans, exp []time.Duration
 	skewed := 0
+	read0 := diskReadBytes()
 	countRows := func(query string, p store.Params) (int, error) {
 		n := 0
 		err := conn.Query(ctx, query, p, func(row []byte) error {
@@ -576,7 +599,8 @@ func fetchTraces(b *testing.B, ctx context.Context, conn store.Conn, r *store.Re
 			}
 		}
 	}
-	ft := fetchTimes{get: quantiles(get), spans: quantiles(spans), skewed: skewed, fetched: len(ids)}
+	ft := fetchTimes{get: quantiles(get), spans: quantiles(spans), skewed: skewed, fetched: len(ids),
+		diskRead: diskReadBytes() - read0}
 	if !otel {
 		return ft, timing{}
 	}
@@ -651,8 +675,10 @@ func storeReport(spans, batch, writers int, ld loadStats, loaded, final storeRun
 	p(row, "trace by id p50 / p99, as loaded", loaded.ours.get, "-")
 	p("  %d of the %d through the skewed host pair, read with its estimate\n", loaded.ours.skewed, loaded.ours.fetched)
 	p(row, "  spans query alone", loaded.ours.spans, "")
+	p(row, "  read from disk meanwhile", mib(loaded.ours.diskRead), "")
 	p(row, "trace by id p50 / p99, OPTIMIZE FINAL", final.ours.get, final.otel)
 	p(row, "  spans query alone", final.ours.spans, "(its one query: lookup + spans)")
+	p(row, "  read from disk meanwhile, all three", mib(final.ours.diskRead), "")
 	p(row, "  the exporter's ÷ tracesift's", fmt.Sprintf("%.1f× / %.1f×", float64(final.otel.p50)/float64(final.ours.get.p50),
 		float64(final.otel.p99)/float64(final.ours.get.p99)), "")
 	p("\nsearches (Reader.SearchTraces, %s window, %d a page, %d runs), p50 / p99:\n", storeRange, storeLimit, storeSearchRuns)
@@ -741,6 +767,7 @@ func busyReport(fetch fetchTimes, took []timing, searches []storeSearch) string 
 	fmt.Fprintf(&sb, "\nwhile inserts run (the same hour, half the load's rate offered), p50 / p99:\n")
 	fmt.Fprintf(&sb, row, fmt.Sprintf("trace by id (%d ids)", storeBusyFetches), fetch.get)
 	fmt.Fprintf(&sb, row, "  spans query alone", fetch.spans)
+	fmt.Fprintf(&sb, row, "  read from disk meanwhile, merges too", mib(fetch.diskRead))
 	for i, s := range searches {
 		fmt.Fprintf(&sb, row, "  "+s.name, took[i])
 	}
