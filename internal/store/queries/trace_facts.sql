@@ -10,7 +10,7 @@
 --     limit is reached does it read again as written, for the earliest.
 --   1 a finding (trace_facts, schema 020; its summary in body)
 --   2 a host's clock offset (trace_facts; host, offset_ns)
--- The settings (of the whole statement) as in trace_spans.sql.
+-- The setting (of the whole statement) as in trace_spans.sql.
 SELECT 0 AS part, toUnixTimestamp64Nano(timestamp) AS timestamp,
     toUnixTimestamp64Nano(trace_logs.timestamp) + observed_after_ns AS observed_timestamp,
     trace_id, span_id, severity_text, severity_number, service, host, body, attributes, resource, scope_name,
@@ -26,4 +26,4 @@ SELECT if(fact = 'finding', 1, 2), 0, 0, '', '', '', 0, service, host, summary, 
 FROM ${db}.trace_facts
 WHERE trace_id = {trace_id:String}
   AND tenant = {tenant:String}
-SETTINGS enable_analyzer = 0, optimize_move_to_prewhere = 0
+SETTINGS optimize_move_to_prewhere = 0

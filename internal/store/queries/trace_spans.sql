@@ -8,9 +8,9 @@
 -- deduplicates the rows itself (the engine's sort costs more); only when
 -- the limit is reached does it read again as written, for the earliest
 -- spans, each once (spans.*: the select list shadows both).
--- The settings: for a read of a few rows, the engine's newer query analyzer
--- and moving the trace id to PREWHERE cost about a sixth of the CPU of a
--- trace by id; the rows are the same (docs/benchmarks.md).
+-- The setting: for a read of a few rows, moving the trace id to PREWHERE
+-- (a pass over it, then the other columns) costs CPU and saves little; the
+-- bloom filter of trace ids already skips the granules without the trace.
 SELECT
     toUnixTimestamp64Nano(timestamp) AS timestamp, trace_id, hex(ids) AS ids, trace_state, name, kind, service, host,
     duration_ns, status_code, status_message, attributes, resource, resource_id, scope_name, scope_version, events, links
@@ -20,4 +20,4 @@ WHERE trace_id = {trace_id:String}
 ORDER BY spans.timestamp, spans.ids -- ordered
 LIMIT 1 BY substring(spans.ids, 1, 8) -- ordered
 LIMIT {max_spans:UInt64}
-SETTINGS enable_analyzer = 0, optimize_move_to_prewhere = 0
+SETTINGS optimize_move_to_prewhere = 0
