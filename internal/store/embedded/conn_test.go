@@ -408,8 +408,9 @@ func TestRetention(t *testing.T) {
 	assert.Contains(t, ttl("trace_summaries"), "TTL toDateTime(start) + toIntervalSecond(604800)")
 	assert.Contains(t, ttl("trace_summaries"), "ttl_only_drop_parts = 1")
 	assert.Contains(t, ttl("logs"), "TTL toDateTime(timestamp) + toIntervalSecond(129600)")
-	assert.Contains(t, ttl("trace_logs"), "TTL toDateTime(timestamp) + toIntervalSecond(129600)", "the logs' copy")
-	assert.Contains(t, ttl("trace_facts"), "TTL toDateTime(timestamp) + toIntervalSecond(604800)")
+	assert.Contains(t, ttl("trace_facts"), "TTL toDateTime(timestamp) + toIntervalSecond(604800) WHERE fact != 'line', "+
+		"toDateTime(timestamp) + toIntervalSecond(129600) WHERE fact = 'line'", "the lines by the logs' retention")
+	assert.NotContains(t, ttl("trace_facts"), "ttl_only_drop_parts", "rows of two retentions expire row by row")
 	assert.Contains(t, ttl("findings"), "toIntervalSecond(604800)", "rows written before schema 020")
 	assert.Contains(t, ttl("resources"), "TTL toDateTime(last_seen) + toIntervalSecond(691200)", "the traces' retention and a day")
 	assert.NotContains(t, ttl("resources"), "ttl_only_drop_parts", "expired row by row")
@@ -417,15 +418,50 @@ func TestRetention(t *testing.T) {
 	assert.Contains(t, ttl("resources"), "TTL toDateTime(last_seen) + toIntervalSecond(691200)", "the logs' retention, longer, and a day")
 	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{Traces: 36 * time.Hour}))
 	assert.NotContains(t, ttl("resources"), "TTL", "logs kept forever keep their resources")
+	assert.Contains(t, ttl("trace_facts"), "TTL toDateTime(timestamp) + toIntervalSecond(129600) WHERE fact != 'line' SETTINGS",
+		"lines kept forever")
+	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{Traces: 36 * time.Hour, Logs: 36 * time.Hour}))
+	assert.Contains(t, ttl("trace_facts"), "TTL toDateTime(timestamp) + toIntervalSecond(129600) SETTINGS", "one retention")
+	assert.Contains(t, ttl("trace_facts"), "ttl_only_drop_parts = 1", "one retention: parts dropped whole")
 
 	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{}), "0 keeps forever")
 	require.NoError(t, store.ApplyRetention(ctx, conn, db, store.Retention{}), "also when there is no TTL to remove")
 	assert.NotContains(t, ttl("spans"), "TTL")
 	assert.NotContains(t, ttl("logs"), "TTL")
-	assert.NotContains(t, ttl("trace_logs"), "TTL")
 	assert.NotContains(t, ttl("trace_facts"), "TTL")
 	assert.NotContains(t, ttl("resources"), "TTL")
 	assert.Error(t, store.ApplyRetention(ctx, conn, db, store.Retention{Logs: -time.Hour}))
+}
+
+// trace_facts holds rows of both retentions: a trace's lines go by the
+// logs', its findings and clock offsets by the traces'.
+func TestRetentionOfTraceLinesAndFacts(t *testing.T) {
+	ctx := context.Background()
+	const rdb = "ts_retention_lines"
+	freshDatabase(t, rdb)
+	require.NoError(t, store.ApplySchema(ctx, conn, rdb))
+	w := store.NewWriter(conn, rdb)
+	at := time.Now().Add(-3 * 24 * time.Hour)
+	id := traceID(0x61).String()
+	ld := plog.NewLogs()
+	lr := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+	lr.SetTimestamp(pcommon.NewTimestampFromTime(at))
+	lr.SetTraceID(traceID(0x61))
+	lr.Body().SetStr("three days old")
+	_, err := w.WriteLogs(ctx, ld)
+	require.NoError(t, err)
+	require.NoError(t, w.WriteFacts(ctx, []model.Finding{{TraceID: id, TimeUnixNano: uint64(at.UnixNano()), Kind: "slowest_hop",
+		Service: "shop", Subject: "shop GET /cart", Value: 2}},
+		[]model.ClockOffset{{TraceID: id, TimeUnixNano: uint64(at.UnixNano()), Host: "cart-1", OffsetNanos: 5, Source: "estimate"}}))
+	facts := func() string {
+		rows := queryRows(t, "SELECT fact, count() AS n FROM "+rdb+".trace_facts GROUP BY fact ORDER BY fact", nil)
+		return fmt.Sprint(rows)
+	}
+	require.Equal(t, "[map[fact:finding n:1] map[fact:clock_offset n:1] map[fact:line n:1]]", facts())
+
+	require.NoError(t, store.ApplyRetention(ctx, conn, rdb, store.Retention{Traces: 7 * 24 * time.Hour, Logs: 24 * time.Hour}))
+	require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+rdb+".trace_facts FINAL", nil))
+	assert.Equal(t, "[map[fact:finding n:1] map[fact:clock_offset n:1]]", facts(), "the line expired, the facts not")
 }
 
 // A search reads the newest sixteenth of its range first and the rest only

@@ -229,6 +229,8 @@ func TestTraceWindowLogsAndFindings(t *testing.T) {
 	tr, err = store.NewReader(conn, tdb, store.ReaderConfig{LogWindow: time.Minute, MaxLogs: 2}).GetTrace(ctx, traceID(0x94).String())
 	require.NoError(t, err)
 	assert.Equal(t, []string{"two hours before", "first in the window"}, bodies(tr.Logs), "the earliest MaxLogs")
+	assert.Len(t, tr.Findings, 4, "every finding (7 rows): MaxLogs caps the lines alone")
+	assert.Equal(t, map[string]int64{"shop-1": -3, "pay-1": 8}, tr.ClockOffsets)
 }
 
 // A trace's log lines name their resource by id (schema 017): a line of a

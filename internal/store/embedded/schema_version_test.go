@@ -231,10 +231,11 @@ func TestAttributeFilterOfPartsWrittenBefore(t *testing.T) {
 }
 
 // Lines written before schema 019 are copied into trace_logs when it is
-// applied, and lines written after by its view, each once: a trace by id
-// shows both. The copy is not made again by a later start, nor by the
-// file's statements run again once it is recorded.
-func TestTraceLogsOfLinesWrittenBefore(t *testing.T) {
+// applied and lines written after by its view; schema 023 copies them all
+// into trace_facts, and its view the lines written after it: each once, and
+// a trace by id shows them all. The copy is not made again by a later
+// start, nor by the file's statements run again once it is recorded.
+func TestTraceLinesOfLinesWrittenBefore(t *testing.T) {
 	ctx := context.Background()
 	const vdb = "ts_schema_trace_logs"
 	freshDatabase(t, vdb)
@@ -256,19 +257,31 @@ func TestTraceLogsOfLinesWrittenBefore(t *testing.T) {
 		_, err := w.WriteLogs(ctx, ld)
 		require.NoError(t, err)
 	}
-	writeLines(0, "before 019, first", "before 019, third")
+	writeLines(0, "before 019, first", "before 019, fourth")
 
-	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
-	writeLines(time.Millisecond/2, "after 019, second")
-	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
 	migs, err := store.Migrations(vdb)
 	require.NoError(t, err)
 	require.Equal(t, "019_trace_logs", migs[18].Name)
-	for _, s := range migs[18].Statements {
+	require.Equal(t, "023_trace_lines_in_facts", migs[22].Name)
+	for _, m := range migs[18:22] { // as ApplySchema would, up to 022
+		for _, s := range m.Statements {
+			require.NoError(t, conn.Exec(ctx, s, nil), m.Name)
+		}
+		require.NoError(t, conn.Exec(ctx, "INSERT INTO "+vdb+".schema_migrations (version, name) SELECT {v:UInt32}, {n:String}",
+			store.Params{"v": uint64(m.Version), "n": m.Name}))
+	}
+	writeLines(time.Millisecond/2, "after 019, second")
+	require.EqualValues(t, 3, count(t, "SELECT count() AS n FROM "+vdb+".trace_logs", nil))
+
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	writeLines(3*time.Millisecond/4, "after 023, third")
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	for _, s := range migs[22].Statements {
 		require.NoError(t, conn.Exec(ctx, s, nil))
 	}
 
-	assert.EqualValues(t, 3, count(t, "SELECT count() AS n FROM "+vdb+".trace_logs", nil), "each traced line once")
+	assert.EqualValues(t, 4, count(t, "SELECT count() AS n FROM "+vdb+".trace_facts WHERE fact = 'line'", nil), "each traced line once")
+	assert.EqualValues(t, 0, count(t, "SELECT count() AS n FROM "+vdb+".trace_logs", nil), "emptied")
 	tr, err := store.NewReader(conn, vdb, store.ReaderConfig{}).GetTrace(ctx, traceID(0x97).String())
 	require.NoError(t, err)
 	var got []string
@@ -277,7 +290,7 @@ func TestTraceLogsOfLinesWrittenBefore(t *testing.T) {
 		assert.Equal(t, getTraceBase.Add(time.Second).UnixNano(), int64(l.ObservedTimeUnixNano), l.Body)
 		assert.Equal(t, traceID(0x97).String(), l.TraceID)
 	}
-	assert.Equal(t, []string{"before 019, first", "after 019, second", "before 019, third"}, got)
+	assert.Equal(t, []string{"before 019, first", "after 019, second", "after 023, third", "before 019, fourth"}, got)
 }
 
 // Findings and clock offsets written before schema 020 (into findings and
@@ -341,7 +354,7 @@ func TestTraceFactsOfRowsWrittenBefore(t *testing.T) {
 // Lines and findings written before schema 021 get its filters of trace ids
 // from the mutations it starts: a trace by id for a trace that a part's key
 // range covers but that is not in it skips the part's granules, in both of
-// the tables its facts statement reads.
+// the tables that its facts statement read then.
 func TestTraceIDFiltersOfPartsWrittenBefore(t *testing.T) {
 	ctx := context.Background()
 	const vdb = "ts_schema_trace_id_filters"
@@ -373,10 +386,8 @@ func TestTraceIDFiltersOfPartsWrittenBefore(t *testing.T) {
 			filtered = append(filtered, plan[i+3])
 		}
 	}
-	require.Len(t, filtered, 2, "the filter in both tables: %v", plan)
-	for _, f := range filtered {
-		assert.Regexp(t, `^Granules: 0/1$`, f, "%v", plan)
-	}
+	require.Len(t, filtered, 1, "the filter of trace_facts, where the lines are too since schema 023: %v", plan)
+	assert.Regexp(t, `^Granules: 0/2$`, filtered[0], "%v", plan)
 	rows := 0
 	require.NoError(t, conn.Query(ctx, store.Query("trace_facts", vdb),
 		store.Params{"trace_id": traceID(0x30).String(), "tenant": tenant.Default, "max_logs": uint64(10)},

@@ -111,7 +111,7 @@ func TestTenantsReadTheirOwn(t *testing.T) {
 	checkTenants(t, r)
 	// Merged, the tables that merge rows of one key (resources, the RED
 	// rollup) keep each tenant's apart.
-	for _, table := range []string{"resources", "red_rollup", "spans", "trace_summaries", "logs", "trace_logs", "trace_facts"} {
+	for _, table := range []string{"resources", "red_rollup", "spans", "trace_summaries", "logs", "trace_facts"} {
 		require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+tdb+"."+table+" FINAL", nil), table)
 	}
 	checkTenants(t, store.NewReader(conn, tdb, store.ReaderConfig{LogWindow: time.Minute}))
