@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -460,4 +461,23 @@ func TestSpansCompressedByPartSize(t *testing.T) {
 	server, err := os.ReadFile("../../../deploy/clickhouse/config.d/tracesift.xml")
 	require.NoError(t, err)
 	assert.Equal(t, string(engineConfig), string(server), "deploy/clickhouse/config.d has the embedded store's file")
+}
+
+// From schema 024 the columns of trace_facts that only a trace by id reads
+// are compressed in blocks of a granule or so (8 KiB at least); those that
+// findings across traces read keep the engine's 64 KiB.
+func TestTraceFactsLookupBlocks(t *testing.T) {
+	const vdb = "ts_schema_lookup_blocks"
+	freshDatabase(t, vdb)
+	require.NoError(t, store.ApplySchema(context.Background(), conn, vdb))
+	rows := queryRows(t, "SELECT create_table_query AS q FROM system.tables WHERE database = {db:String} AND name = 'trace_facts'",
+		store.Params{"db": vdb})
+	require.Len(t, rows, 1)
+	create := fmt.Sprint(rows[0]["q"])
+	small := regexp.MustCompile("`?(\\w+)`? [^,]*SETTINGS \\(min_compress_block_size = 8192\\)")
+	var got []string
+	for _, m := range small.FindAllStringSubmatch(create, -1) {
+		got = append(got, m[1])
+	}
+	assert.ElementsMatch(t, []string{"body", "span_id", "span_ids", "summary", "offset_ns"}, got, create)
 }
