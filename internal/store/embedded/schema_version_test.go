@@ -435,7 +435,8 @@ func insertBlobParts(t *testing.T, db string) {
 
 // From schema 022 the spans' larger columns take the engine's compression
 // (engine.xml): LZ4 in the parts inserts write, ZSTD(6) in a part a
-// merge makes of 16 MiB or more. The server's copy of the file is this one.
+// merge makes of 16 MiB or more that holds half its table (here all of it).
+// The server's copy of the file is this one.
 func TestSpansCompressedByPartSize(t *testing.T) {
 	ctx := context.Background()
 	const vdb = "ts_schema_part_compression"
@@ -457,6 +458,24 @@ func TestSpansCompressedByPartSize(t *testing.T) {
 		"AND table = 'spans' AND name IN ('attributes', 'timestamp')", store.Params{"db": vdb}) {
 		assert.Contains(t, fmt.Sprint(row["compression_codec"]), "Default", "%v", row)
 	}
+
+	// A merged part under 256 MiB that holds less than half its table stays
+	// LZ4: its rows are merged again before they stay.
+	const sdb = "ts_schema_part_compression_share"
+	freshDatabase(t, sdb)
+	require.NoError(t, store.ApplySchema(ctx, conn, sdb))
+	require.NoError(t, conn.Exec(ctx, "INSERT INTO "+sdb+".spans (timestamp, trace_id, span_id, name, attributes) "+
+		"SELECT now64(9) - INTERVAL 2 DAY, hex(randomString(16)), hex(randomString(8)), 'op', map('blob', randomString(1000)) "+
+		"FROM numbers(50000)", nil))
+	insertBlobParts(t, sdb)
+	rows := queryRows(t, "SELECT partition_id AS p FROM system.parts WHERE database = {db:String} AND table = 'spans' AND active "+
+		"GROUP BY partition_id HAVING count() = 2", store.Params{"db": sdb})
+	require.Len(t, rows, 1)
+	require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+sdb+".spans PARTITION ID '"+fmt.Sprint(rows[0]["p"])+"' FINAL", nil))
+	merged := queryRows(t, "SELECT default_compression_codec AS c, bytes_on_disk AS b FROM system.parts "+
+		"WHERE database = {db:String} AND table = 'spans' AND active AND level > 0", store.Params{"db": sdb})
+	require.Len(t, merged, 1)
+	assert.Equal(t, "LZ4", fmt.Sprint(merged[0]["c"]), "a merged part of 20 MiB beside 50 MiB: %v", merged[0])
 
 	server, err := os.ReadFile("../../../deploy/clickhouse/config.d/tracesift.xml")
 	require.NoError(t, err)
