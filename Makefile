@@ -129,9 +129,10 @@ bench-logs: deps
 ## bench-store: 10 million spans (1 million traces) loaded into the embedded ClickHouse through the store's
 ## writer (spans/s, spans per CPU-second), then their 8 million log lines, findings and clock offsets (lines/s);
 ## trace by id (with its logs, findings and offsets) over 1000 random ids and five trace searches timed, as
-## loaded, after OPTIMIZE FINAL and while more spans are inserted; bytes on disk per span and trace by id beside
-## the OpenTelemetry Collector ClickHouse exporter's schema on the same spans (TRACESIFT_BENCH_STORE_SPANS,
-## TRACESIFT_BENCH_STORE_BATCH, TRACESIFT_BENCH_STORE_WRITERS to change them; about 12 minutes, 46 at 100 M spans)
+## loaded, after OPTIMIZE FINAL and while more spans are inserted (150 000 spans/s offered); bytes on disk per
+## span and trace by id beside the OpenTelemetry Collector ClickHouse exporter's schema on the same spans
+## (TRACESIFT_BENCH_STORE_SPANS, TRACESIFT_BENCH_STORE_BATCH, TRACESIFT_BENCH_STORE_WRITERS,
+## TRACESIFT_BENCH_STORE_BUSY_RATE to change them; about 12 minutes, 46 at 100 M spans)
 bench-store: deps
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkStore$$' -benchtime 1x -timeout 180m ./bench/ | tee $(BENCH_OUT)/store.txt
