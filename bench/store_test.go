@@ -333,10 +333,10 @@ type loadStats struct {
 	wall       time.Duration // the whole load
 	generating time.Duration // of it, making batches
 	cpu        time.Duration // utime+stime of the process over the load
-	settle     time.Duration // until the merges were done
+	settle     time.Duration // after the logs, until the merges were done
 	extrasWall time.Duration // writing the traces' logs, findings and clock offsets
 	lines      int           // log lines written
-	cpuSettled time.Duration // cpu, with the merges until then
+	cpuSettled time.Duration // cpu from the load's start until the merges were done, the logs' load included
 }
 
 type timing struct{ p50, p99 time.Duration }
@@ -695,13 +695,15 @@ func storeReport(spans, batch, writers int, ld loadStats, loaded, final storeRun
 		spans, spans/SpansPerTrace, SpansPerTrace, storeRange, spans/batch, batch, writers)
 	p("insert: %.0f spans/s (%.1f s, of which %.1f s making batches)\n",
 		float64(spans)/ld.wall.Seconds(), ld.wall.Seconds(), ld.generating.Seconds())
-	p("        %.0f spans per CPU-second of the process over the load (%.1f CPU-s);\n",
+	p("        %.0f spans per CPU-second of the process over the load (%.1f CPU-s)\n",
 		float64(spans)/ld.cpu.Seconds(), ld.cpu.Seconds())
-	p("        the merges it started went on for %.1f s: %.0f spans per CPU-second with them (%.1f CPU-s)\n",
-		ld.settle.Seconds(), float64(spans)/ld.cpuSettled.Seconds(), ld.cpuSettled.Seconds())
 	p("then the same traces' logs (%d lines, %d with a trace id), findings and clock offsets (one each a trace): "+
 		"%.1f s, %.0f lines/s\n", ld.lines, spans/SpansPerTrace*storeTracedLines, ld.extrasWall.Seconds(),
 		float64(ld.lines)/ld.extrasWall.Seconds())
+	// Merges the spans started run on during the logs' load: only the sum
+	// of both with every merge says what the spans cost in all.
+	p("then merges went on for %.1f s: the spans, their logs and every merge took %.1f CPU-s (%.0f spans per CPU-second)\n",
+		ld.settle.Seconds(), ld.cpuSettled.Seconds(), float64(spans)/ld.cpuSettled.Seconds())
 	const row = "%-50s %-26s %s\n"
 	p("\n"+row, "", "tracesift", "OTel exporter schema")
 	p(row, fmt.Sprintf("bytes on disk per span, as loaded (%d parts)", loaded.oursDisk.parts),
