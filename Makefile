@@ -132,7 +132,7 @@ bench-logs: deps
 ## loaded, after OPTIMIZE FINAL and while more spans are inserted (150 000 spans/s offered); bytes on disk per
 ## span and trace by id beside the OpenTelemetry Collector ClickHouse exporter's schema on the same spans
 ## (TRACESIFT_BENCH_STORE_SPANS, TRACESIFT_BENCH_STORE_BATCH, TRACESIFT_BENCH_STORE_WRITERS,
-## TRACESIFT_BENCH_STORE_BUSY_RATE to change them; about 12 minutes, 46 at 100 M spans)
+## TRACESIFT_BENCH_STORE_BUSY_RATE to change them; about 8 minutes, 32 at 100 M spans)
 bench-store: deps
 	@mkdir -p $(BENCH_OUT)
 	set -o pipefail; $(GO) test -run '^$$' -bench '^BenchmarkStore$$' -benchtime 1x -timeout 180m ./bench/ | tee $(BENCH_OUT)/store.txt
