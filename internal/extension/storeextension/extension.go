@@ -115,6 +115,10 @@ func (e *storeExtension) Start(ctx context.Context, host component.Host) error {
 		return fmt.Errorf("tracesift_store: %w", err)
 	}
 	e.logger.Info("store: embedded ClickHouse (chDB)", zap.String("path", e.cfg.Embedded.Path), zap.String("database", e.cfg.Database))
+	if !canNiceMerges() {
+		e.logger.Info("store: merges run at the CPU priority of inserts and reads, not below it: this process lacks " +
+			"CAP_SYS_NICE (README, \"Merges at a lower CPU priority\": setcap cap_sys_nice+ep on the binary)")
+	}
 	if err := e.prepare(ctx, conn); err != nil {
 		return errors.Join(fmt.Errorf("tracesift_store: %w", err), conn.Close())
 	}

@@ -487,6 +487,14 @@ func TestSpansCompressedByPartSize(t *testing.T) {
 	assert.Equal(t, string(engineConfig), string(server), "deploy/clickhouse/config.d has the embedded store's file")
 }
 
+// The engine's configuration puts merges below inserts and reads (applied
+// with CAP_SYS_NICE only, so what is tested is that the engine read it).
+func TestMergesAtLowerPriority(t *testing.T) {
+	rows := queryRows(t, "SELECT value FROM system.server_settings WHERE name = 'os_threads_nice_value_merge_mutate'", nil)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "10", fmt.Sprint(rows[0]["value"]))
+}
+
 // From schema 024 the columns of trace_facts that only a trace by id reads
 // are compressed in blocks of a granule or so (8 KiB at least); those that
 // findings across traces read keep the engine's 64 KiB.
