@@ -13,7 +13,7 @@ const capSysNice = 23
 // canNiceMerges says whether this process may run the embedded engine's
 // merges at a lower CPU priority (os_threads_nice_value_merge_mutate in
 // engine.xml): the engine applies it only with CAP_SYS_NICE in its effective
-// set, since it must also restore the priority of the threads it reuses.
+// set and ignores it without.
 func canNiceMerges() bool {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
