@@ -37,8 +37,10 @@ func browser(t testing.TB) context.Context {
 		}
 	}
 	require.NotEmpty(t, bin, "no Chromium: `make browser` installs Debian's chromium (as root)")
+	// TMPDIR: Chromium's singleton socket goes in a folder of its own under
+	// it, left behind when the browser is killed at the end of a test.
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(bin), chromedp.NoSandbox,
-		chromedp.WindowSize(1400, 900), chromedp.UserDataDir(t.TempDir()))
+		chromedp.WindowSize(1400, 900), chromedp.UserDataDir(t.TempDir()), chromedp.Env("TMPDIR="+t.TempDir()))
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(actx)
 	ctx, cancelTimeout := context.WithTimeout(ctx, 2*time.Minute)
