@@ -64,8 +64,14 @@ func TestAnalysisTravelsWithTheSpans(t *testing.T) {
 	for i, want := range []string{"1", "1", "2", "2"} { // factFinding, factClockOffset
 		assert.Equal(t, json.Number(want), facts[i]["fact"], "row %d", i)
 	}
-	assert.Equal(t, clocks[0].Host, facts[2]["host"])
-	assert.Equal(t, findings[0].Kind, facts[0]["kind"])
+	assert.Equal(t, findings[0].Kind, facts[0]["kind"], "a column: findings across traces read it")
+	var f factFields
+	require.NoError(t, json.Unmarshal([]byte(facts[0]["fields"].(string)), &f))
+	assert.Equal(t, findings[0].Kind, f.Kind)
+	assert.Equal(t, findings[0].Summary, f.Summary)
+	require.NoError(t, json.Unmarshal([]byte(facts[2]["fields"].(string)), &f))
+	assert.Equal(t, clocks[0].Host, f.Host)
+	assert.EqualValues(t, clocks[0].OffsetNanos, f.OffsetNs)
 	require.Len(t, c.inserts["db.red"], 1)
 	assert.Equal(t, 2, blockRows(c.inserts["db.red"][0]))
 

@@ -1,9 +1,12 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/tenant"
@@ -23,13 +26,13 @@ const (
 	factClockOffset = 2
 )
 
-// factColumns are the trace_facts table's columns in a Native block: a
-// finding's, then a clock offset's.
+// factColumns are the trace_facts table's columns in a Native block: what
+// findings across traces read (findings_summary.sql), a clock offset's
+// source, and the rest of each row in fields (schema 025).
 var factColumns = []nativeColumnDef{
 	{"tenant", nativeString}, {"trace_id", nativeString}, {"fact", nativeUInt8}, {"timestamp", nativeDateTime64},
-	{"kind", nativeString}, {"service", nativeString}, {"subject", nativeString}, {"span_ids", nativeStringArray},
-	{"value", nativeFloat64}, {"summary", nativeString},
-	{"host", nativeString}, {"offset_ns", nativeInt64}, {"source", nativeString},
+	{"kind", nativeString}, {"service", nativeString}, {"subject", nativeString}, {"value", nativeFloat64},
+	{"source", nativeString}, {"fields", nativeString},
 }
 
 // fact is a row of trace_facts: a finding or a clock offset.
@@ -45,6 +48,21 @@ func (f *fact) time() uint64 {
 	return f.clock.TimeUnixNano
 }
 
+// findingFields and clockFields are the fields column of a finding and of a
+// clock offset, as the reader's factFields reads them.
+type findingFields struct {
+	Kind    string   `json:"kind"`
+	Service string   `json:"service"`
+	Subject string   `json:"subject"`
+	SpanIDs []string `json:"span_ids"`
+	Summary string   `json:"summary"`
+}
+
+type clockFields struct {
+	Host     string `json:"host"`
+	OffsetNs int64  `json:"offset_ns,string"`
+}
+
 // WriteFacts stores the findings and clock offsets of kept traces in one
 // insert, a Native block: kept traces have a few of each, so they come
 // close to the spans in rows.
@@ -55,6 +73,14 @@ func (w *Writer) WriteFacts(ctx context.Context, findings []model.Finding, clock
 	}
 	for i := range clocks {
 		rows = append(rows, fact{clock: &clocks[i]})
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	fields := func(v any) string {
+		buf.Reset()
+		_ = enc.Encode(v) // of strings and numbers alone: cannot fail
+		return strings.TrimSuffix(buf.String(), "\n")
 	}
 	return insertBlock(ctx, w.conn, w.facts, "findings and clock offsets", factColumns, rows, w.notBefore(w.retention.Traces),
 		(*fact).time, func(c []nativeColumn, r *fact) {
@@ -70,12 +96,10 @@ func (w *Writer) WriteFacts(ctx context.Context, findings []model.Finding, clock
 				c[4].appendString(f.Kind)
 				c[5].appendString(f.Service)
 				c[6].appendString(f.Subject)
-				c[7].appendStrings(f.SpanIDs)
-				c[8].appendFloat64(v)
-				c[9].appendString(f.Summary)
-				c[10].appendString("")
-				c[11].appendInt64(0)
-				c[12].appendString("")
+				c[7].appendFloat64(v)
+				c[8].appendString("")
+				c[9].appendString(fields(findingFields{Kind: f.Kind, Service: f.Service, Subject: f.Subject,
+					SpanIDs: nonNilSlice(f.SpanIDs), Summary: f.Summary}))
 				return
 			}
 			o := r.clock
@@ -86,12 +110,9 @@ func (w *Writer) WriteFacts(ctx context.Context, findings []model.Finding, clock
 			c[4].appendString("")
 			c[5].appendString("")
 			c[6].appendString("")
-			c[7].appendStrings(nil)
-			c[8].appendFloat64(0)
-			c[9].appendString("")
-			c[10].appendString(o.Host)
-			c[11].appendInt64(o.OffsetNanos)
-			c[12].appendString(o.Source)
+			c[7].appendFloat64(0)
+			c[8].appendString(o.Source)
+			c[9].appendString(fields(clockFields{Host: o.Host, OffsetNs: o.OffsetNanos}))
 		})
 }
 

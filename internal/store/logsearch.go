@@ -152,7 +152,7 @@ func (r *Reader) searchLogs(ctx context.Context, f LogsFilter, from, to int64, l
 			return err
 		}
 		out = append(out, model.LogMatch{Log: row.log()})
-		ids = append(ids, row.ResourceID)
+		ids = append(ids, uint64(row.ResourceID))
 		return nil
 	})
 	if err != nil {

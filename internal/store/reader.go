@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"embed"
@@ -304,7 +305,7 @@ func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t 
 	lines := 0
 	p := Params{"trace_id": t.TraceID, "tenant": tn, "max_logs": maxLogs}
 	err := r.conn.Query(ctx, q, p, func(b []byte) error {
-		var row windowRow
+		var row factRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
 		}
@@ -315,18 +316,20 @@ func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t 
 			return nil
 		}
 		seen[string(b)] = true
+		var f factFields
+		if err := json.Unmarshal([]byte(row.Fields), &f); err != nil {
+			return fmt.Errorf("the fields of a row of part %d: %w", row.Part, err)
+		}
 		switch row.Part {
 		case partLog:
-			t.Logs = append(t.Logs, row.log())
-			*logResources = append(*logResources, row.ResourceID)
+			f.Timestamp, f.ObservedTimestamp, f.TraceID = row.Timestamp, row.Timestamp+nanoTime(f.ObservedAfterNs), t.TraceID
+			t.Logs = append(t.Logs, f.log())
+			*logResources = append(*logResources, uint64(f.ResourceID))
 		case partFinding:
-			if row.SpanIDs == nil {
-				row.SpanIDs = []string{}
-			}
-			t.Findings = append(t.Findings, model.Finding{TraceID: t.TraceID, Kind: row.Kind, SpanIDs: row.SpanIDs,
-				Service: row.Service, Subject: row.Subject, Value: row.Value, Summary: row.Body})
+			t.Findings = append(t.Findings, model.Finding{TraceID: t.TraceID, Kind: f.Kind, SpanIDs: nonNilSlice(f.SpanIDs),
+				Service: f.Service, Subject: f.Subject, Value: row.Value, Summary: f.Summary})
 		case partClockOffset:
-			t.ClockOffsets[row.Host] = row.OffsetNs
+			t.ClockOffsets[f.Host] = int64(f.OffsetNs)
 		}
 		return nil
 	})
@@ -413,18 +416,58 @@ func splitIDs(ids string) (span, parent string) {
 	return span, parent
 }
 
-// windowRow is a row of queries/trace_window.sql or trace_facts.sql: a log
-// line, a finding, a clock offset, a skewed pair or a resource, by Part.
+// windowRow is a row of queries/trace_window.sql: a skewed pair or a
+// resource, by Part.
 type windowRow struct {
-	Part int `json:"part"`
+	Part       int               `json:"part"`
+	Host       string            `json:"host"`
+	HostB      string            `json:"host_b"`
+	OffsetNs   int64             `json:"offset_ns"`
+	Samples    int               `json:"samples"`
+	Attributes map[string]string `json:"attributes"`
+	ResourceID uint64            `json:"resource_id"`
+}
+
+// factRow is a row of queries/trace_facts.sql: what it is, its time, the
+// rest of it in fields (factFields) but a finding's value.
+type factRow struct {
+	Part      int      `json:"part"`
+	Timestamp nanoTime `json:"timestamp"`
+	Fields    string   `json:"fields"`
+	Value     float64  `json:"value"`
+}
+
+// factFields is the fields column of trace_facts (schema 025): a line's, a
+// finding's or a clock offset's, by its row's fact. A line's time and trace
+// id are not in it.
+type factFields struct {
 	logRow
-	Kind     string   `json:"kind"`
-	SpanIDs  []string `json:"span_ids"`
-	Subject  string   `json:"subject"`
-	Value    float64  `json:"value"`
-	HostB    string   `json:"host_b"`
-	OffsetNs int64    `json:"offset_ns"`
-	Samples  int      `json:"samples"`
+	ObservedAfterNs jsonInt64 `json:"observed_after_ns"`
+	Kind            string    `json:"kind"`
+	Subject         string    `json:"subject"`
+	SpanIDs         []string  `json:"span_ids"`
+	Summary         string    `json:"summary"`
+	OffsetNs        jsonInt64 `json:"offset_ns"`
+}
+
+// jsonInt64 and jsonUint64 read a JSON number or a number as text: how
+// ClickHouse writes 64-bit integers depends on the session
+// (output_format_json_quote_64bit_integers).
+type (
+	jsonInt64  int64
+	jsonUint64 uint64
+)
+
+func (n *jsonInt64) UnmarshalJSON(b []byte) error {
+	v, err := strconv.ParseInt(string(bytes.Trim(b, `"`)), 10, 64)
+	*n = jsonInt64(v)
+	return err
+}
+
+func (n *jsonUint64) UnmarshalJSON(b []byte) error {
+	v, err := strconv.ParseUint(string(bytes.Trim(b, `"`)), 10, 64)
+	*n = jsonUint64(v)
+	return err
 }
 
 // spanResources are the resources of a trace's spans that the reader's cache
@@ -564,6 +607,13 @@ func (row logRow) log() model.Log {
 		TraceID: row.TraceID, SpanID: row.SpanID, Service: row.Service, Host: row.Host,
 		Attributes: nonNil(row.Attributes), Resource: nonNil(row.Resource),
 	}
+}
+
+func nonNilSlice[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
 }
 
 func nonNil[K comparable, V any](m map[K]V) map[K]V {

@@ -75,6 +75,10 @@ func (c *recordingConn) Query(_ context.Context, query string, params Params, ro
 		// A pair of the spans' host, kept without its estimates: the window is read.
 		return row([]byte(`{"host_a":"shop-1","host_b":"shop-1","first_s":0,"last_s":0}`))
 	}
+	if params["max_logs"] != nil {
+		// A line of the trace, its resource by id (trace_facts.sql).
+		return row([]byte(`{"part":0,"timestamp":1,"fields":"{\"host\":\"shop-1\",\"resource_id\":1234567}"}`))
+	}
 	if strings.Contains(query, "resource_id") {
 		return row([]byte(`{"trace_id":"0af7651916cd43dd8448eb211c80319c","resource_id":1234567,"host":"shop-1"}`))
 	}

@@ -107,7 +107,7 @@ type logRow struct {
 	ScopeName         string            `json:"scope_name"`
 	// ResourceID names the line's resource in the resources table; 0 for
 	// rows written before schema 017, which carry Resource themselves.
-	ResourceID uint64 `json:"resource_id,omitempty"`
+	ResourceID jsonUint64 `json:"resource_id,omitempty"`
 }
 
 // WriteTraces stores every span of td, and the findings and clock offsets

@@ -515,3 +515,89 @@ func TestTraceFactsLookupBlocks(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"body", "span_id", "span_ids", "summary", "offset_ns"}, got, create)
 }
+
+// Lines, findings and clock offsets written before schema 025 hold their
+// fields in columns; a trace by id reads them through the default of
+// fields, the same before a merge stores it and after. Lines written after
+// hold them in fields alone, the columns left empty. Findings and offsets
+// that a collector of an earlier version inserts after, without fields, get
+// theirs from the default.
+func TestTraceFactsFieldsOfRowsWrittenBefore(t *testing.T) {
+	ctx := context.Background()
+	const vdb = "ts_schema_trace_facts_fields"
+	freshDatabase(t, vdb)
+	schemaUpTo(t, vdb, 24)
+	w := store.NewWriter(conn, vdb)
+	_, err := w.WriteTraces(ctx, shopTrace(0x99, tenant.Default, getTraceBase, false))
+	require.NoError(t, err)
+	id, at := traceID(0x99).String(), getTraceBase.UnixNano()
+	var want []model.Log
+	writeLine := func(body string, after time.Duration) {
+		ld := plog.NewLogs()
+		rl := ld.ResourceLogs().AppendEmpty()
+		rl.Resource().Attributes().PutStr("service.name", "shop")
+		rl.Resource().Attributes().PutStr("host.name", "shop-1")
+		sl := rl.ScopeLogs().AppendEmpty()
+		sl.Scope().SetName("shop.cart")
+		lr := sl.LogRecords().AppendEmpty()
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(getTraceBase.Add(after)))
+		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(getTraceBase.Add(after + time.Second)))
+		lr.SetTraceID(traceID(0x99))
+		lr.SetSpanID(pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, 8})
+		lr.SetSeverityText("WARN")
+		lr.SetSeverityNumber(plog.SeverityNumberWarn)
+		lr.Attributes().PutStr("cart.id", "c-"+body)
+		lr.Body().SetStr(body)
+		st, err := w.WriteLogs(ctx, ld)
+		require.NoError(t, err)
+		require.Equal(t, 1, st.Written)
+		want = append(want, model.Log{TimeUnixNano: uint64(at + after.Nanoseconds()),
+			ObservedTimeUnixNano: uint64(at + (after + time.Second).Nanoseconds()), SeverityText: "WARN",
+			SeverityNumber: int(plog.SeverityNumberWarn), Body: body, TraceID: id, SpanID: "0102030405060708",
+			Service: "shop", Host: "shop-1", Attributes: map[string]string{"cart.id": "c-" + body},
+			Resource: map[string]string{"service.name": "shop", "host.name": "shop-1"}})
+	}
+	// As a collector of version 24 writes findings and clock offsets.
+	earlier := func(kind, host string, offset int64) {
+		require.NoError(t, conn.Exec(ctx, "INSERT INTO "+vdb+".trace_facts (tenant, trace_id, fact, timestamp, kind, service, subject, span_ids, value, summary) "+
+			"VALUES ('default', {id:String}, 'finding', fromUnixTimestamp64Nano({at:Int64}), {kind:String}, 'shop', 'shop GET /cart', ['0102030405060708'], 2.5, 'took \"long\"')",
+			store.Params{"at": at, "id": id, "kind": kind}))
+		require.NoError(t, conn.Exec(ctx, "INSERT INTO "+vdb+".trace_facts (tenant, trace_id, fact, timestamp, host, offset_ns, source) "+
+			"VALUES ('default', {id:String}, 'clock_offset', fromUnixTimestamp64Nano({at:Int64}), {host:String}, {offset:Int64}, 'estimate')",
+			store.Params{"at": at, "id": id, "host": host, "offset": offset}))
+	}
+	writeLine("before 025", time.Millisecond)
+	earlier("before 025", "shop-1", -3_000_000_000)
+
+	require.NoError(t, store.ApplySchema(ctx, conn, vdb))
+	writeLine("after 025", 2*time.Millisecond)
+	earlier("by an earlier collector", "pay-1", 8)
+	require.NoError(t, w.WriteFacts(ctx, []model.Finding{{TraceID: id, TimeUnixNano: uint64(at), Kind: "by this writer",
+		Service: "shop", Subject: "shop GET /cart", SpanIDs: []string{"0102030405060708"}, Value: 2.5, Summary: `took "long"`}},
+		[]model.ClockOffset{{TraceID: id, TimeUnixNano: uint64(at), Host: "cart-1", OffsetNanos: 5, Source: "estimate"}}))
+
+	r := store.NewReader(conn, vdb, store.ReaderConfig{})
+	read := func() *model.Trace {
+		tr, err := r.GetTrace(ctx, id)
+		require.NoError(t, err)
+		return tr
+	}
+	tr := read()
+	assert.Equal(t, want, tr.Logs)
+	require.Len(t, tr.Findings, 3)
+	for _, f := range tr.Findings {
+		assert.Equal(t, model.Finding{TraceID: id, Kind: f.Kind, Service: "shop", Subject: "shop GET /cart",
+			SpanIDs: []string{"0102030405060708"}, Value: 2.5, Summary: `took "long"`}, f)
+	}
+	assert.Equal(t, map[string]int64{"shop-1": -3_000_000_000, "pay-1": 8, "cart-1": 5}, tr.ClockOffsets)
+	assert.EqualValues(t, 1, count(t, "SELECT count() AS n FROM "+vdb+".trace_facts WHERE fact = 'line' AND body != ''", nil),
+		"the line written after has its fields alone")
+	assert.EqualValues(t, 4, count(t, "SELECT count() AS n FROM "+vdb+".trace_facts WHERE fact != 'line' AND (summary != '' OR host != '')", nil),
+		"the earlier collector's rows alone have theirs in columns")
+
+	require.NoError(t, conn.Exec(ctx, "OPTIMIZE TABLE "+vdb+".trace_facts FINAL", nil))
+	assert.EqualValues(t, 0, count(t, "SELECT count() AS n FROM system.parts p WHERE database = {db:String} AND table = 'trace_facts' AND active "+
+		"AND NOT has((SELECT groupArray(name) FROM system.parts_columns WHERE database = {db:String} AND table = 'trace_facts' AND active AND column = 'fields' AND name = p.name), p.name)",
+		store.Params{"db": vdb}), "merged: fields stored")
+	assert.Equal(t, tr, read(), "the same after the merge")
+}
