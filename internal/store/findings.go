@@ -1,12 +1,10 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/tracesift/tracesift/internal/model"
 	"github.com/tracesift/tracesift/internal/tenant"
@@ -74,13 +72,9 @@ func (w *Writer) WriteFacts(ctx context.Context, findings []model.Finding, clock
 	for i := range clocks {
 		rows = append(rows, fact{clock: &clocks[i]})
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
 	fields := func(v any) string {
-		buf.Reset()
-		_ = enc.Encode(v) // of strings and numbers alone: cannot fail
-		return strings.TrimSuffix(buf.String(), "\n")
+		b, _ := json.Marshal(v) // of strings and numbers alone: cannot fail
+		return string(b)
 	}
 	return insertBlock(ctx, w.conn, w.facts, "findings and clock offsets", factColumns, rows, w.notBefore(w.retention.Traces),
 		(*fact).time, func(c []nativeColumn, r *fact) {
