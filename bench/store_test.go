@@ -111,6 +111,7 @@ func BenchmarkStore(b *testing.B) {
 	}
 	w := store.NewWriter(conn, storeDB)
 	r := store.NewReader(conn, storeDB, store.ReaderConfig{})
+	defer r.Wait()
 	// The filter warmer runs as in the collector's store (storeextension).
 	warmCtx, stopWarming := context.WithCancel(ctx)
 	warmDone := make(chan struct{})

@@ -104,10 +104,12 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	if err := waitForSchema(ctx, conn, *db, logger); err != nil {
 		return err
 	}
+	reader := store.NewReader(conn, *db, store.ReaderConfig{LogWindow: *logWindow, MaxSpans: *maxSpans,
+		MaxQueryTime: *maxTime, MaxQueryMemory: *maxMemory})
+	defer reader.Wait() // its reads in the background end before the conn
 	srv := &http.Server{
 		Addr: *listen,
-		Handler: query.NewHandler(store.NewReader(conn, *db, store.ReaderConfig{LogWindow: *logWindow, MaxSpans: *maxSpans,
-			MaxQueryTime: *maxTime, MaxQueryMemory: *maxMemory}), logger,
+		Handler: query.NewHandler(reader, logger,
 			query.WithLimits(query.Limits{MaxConcurrent: *concurrent, QueueWait: *queueWait, RequestTime: *requestTime,
 				MaxWindow: *maxWindow}), query.WithAuth(authenticate(auth))),
 		ReadHeaderTimeout: 10 * time.Second,

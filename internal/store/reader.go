@@ -85,30 +85,31 @@ type Reader struct {
 	redTallies, dependencies, clockPairs        string
 	spansTable, resourceTable                   string // qualified with the database
 	// The trace's window without and with the part that reads resources.
-	window, windowResources string
-	resourcesByID           string
+	window, windowResources       string
+	resourcesByID, resourcesInUse string
 
-	// Resources read, by tenant and id. An id is a hash of the resource's
-	// entries (and tenant), so what it names never changes.
-	resMu    sync.Mutex
-	resCache map[resourceKey]map[string]string
+	// Resources read, by tenant and id (resourcecache.go). An id is a hash
+	// of the resource's entries (and tenant), so what it names never changes.
+	resMu      sync.Mutex
+	resCache   map[resourceKey]map[string]string
+	resRefresh refresher // of the tenant's resources in use
 
 	// The skewed host pairs read, by tenant (skewedhosts.go).
 	pairEstimates string
 	pairsMu       sync.Mutex
 	pairsKnown    map[string]*knownPairs
-	pairsReading  map[string]bool
+	pairsRefresh  refresher
 	now           func() time.Time // time.Now; the tests' clock
+
+	bg sync.WaitGroup // the reads of resRefresh and pairsRefresh
 }
 
-type resourceKey struct {
-	tenant string
-	id     uint64
+// Wait waits for the reads that renew what the reader keeps of each tenant,
+// which its lookups start in the background, to end: call it before the
+// Conn closes, once no lookup runs. The reader stays usable.
+func (r *Reader) Wait() {
+	r.bg.Wait()
 }
-
-// maxCachedResources bounds the reader's resource cache; past it, the cache
-// starts again empty.
-const maxCachedResources = 4096
 
 // NewReader returns a reader of database db over conn.
 func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
@@ -128,7 +129,7 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		cfg.MaxQueryMemory = DefaultMaxQueryMemory
 	}
 	limited := func(q string) string { return withQueryLimits(q, cfg) }
-	return &Reader{conn: conn, cfg: cfg,
+	r := &Reader{conn: conn, cfg: cfg,
 		spans: limited(unordered(Query("trace_spans", db))), facts: limited(unordered(Query("trace_facts", db))),
 		spansOrdered: limited(Query("trace_spans", db)), factsOrdered: limited(Query("trace_facts", db)),
 		summary:   limited(Query("findings_summary", db)),
@@ -139,8 +140,13 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		operations: limited(Query("operations", db)),
 		redQuery:   limited(redQuery("red", db)), redTallies: limited(redQuery("red_tallies", db)),
 		dependencies: limited(Query("dependencies", db)), clockPairs: limited(Query("clock_pairs", db)),
-		resourcesByID: limited(Query("resources", db)), pairEstimates: limited(Query("clock_pair_estimates", db)),
-		spansTable: db + ".spans", resourceTable: db + ".resources", now: time.Now}
+		resourcesByID: limited(Query("resources", db)), resourcesInUse: limited(Query("resources_in_use", db)),
+		pairEstimates: limited(Query("clock_pair_estimates", db)),
+		spansTable:    db + ".spans", resourceTable: db + ".resources", now: time.Now,
+	}
+	r.resRefresh = refresher{every: resourcesInUseEvery, timeout: cfg.MaxQueryTime, bg: &r.bg}
+	r.pairsRefresh = refresher{every: pairsFresh / 2, timeout: cfg.MaxQueryTime, bg: &r.bg}
+	return r
 }
 
 // unordered is q without its lines that end in "-- ordered": the clauses
@@ -171,13 +177,14 @@ func withQueryLimits(q string, cfg ReaderConfig) string {
 }
 
 // GetTrace returns the trace's spans, logs, findings and clock offsets, or
-// ErrNotFound, in three statements: its spans (queries/trace_spans.sql) and,
-// at the same time, its lines, findings and clock offsets (trace_facts.sql,
-// by its id alone); once the spans gave its window and hosts, the skewed
-// pairs of those hosts (trace_window.sql), with the resources the reader's
-// cache lacks, when it lacks one or when the tenant's skewed pairs, as read
-// at most pairsFresh ago, cannot tell them (skewedhosts.go). Its slices and
-// maps are empty, not nil, when there is nothing.
+// ErrNotFound: its spans (queries/trace_spans.sql) and, at the same time,
+// its lines, findings and clock offsets (trace_facts.sql, by its id alone).
+// Once the spans gave its window and hosts, one more statement only when
+// the reader lacks one of their resources or the tenant's skewed pairs it
+// keeps cannot tell the window's: the window (trace_window.sql), with the
+// resources it lacks. What the reader keeps of the tenant (skewedhosts.go,
+// resourcecache.go) it renews in the background. Its slices and maps are
+// empty, not nil, when there is nothing.
 func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, error) {
 	if !ValidTraceID(traceID) {
 		return nil, fmt.Errorf("trace id %q: want 32 lowercase hex characters", traceID)
@@ -185,6 +192,26 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	t := &model.Trace{TraceID: traceID, Spans: []model.Span{}, Logs: []model.Log{}, Findings: []model.Finding{},
 		ClockOffsets: map[string]int64{}}
 	tn := tenant.FromContext(ctx)
+	// What the reader keeps of the tenant is renewed once the trace is read,
+	// in the background; only what this lookup cannot do without is read
+	// beside its statements, and waited for: the tenant's skewed pairs when
+	// pairsFresh old or more, its resources in use when never read.
+	tr := tenantReads{now: r.now()}
+	if !r.pairsFreshAt(tn, tr.now) {
+		tr.pairs = r.renewPairs(ctx, tn, tr.now)
+	}
+	if !r.resRefresh.ever(tn) {
+		tr.resources = r.renewResourcesInUse(ctx, tn, tr.now)
+	}
+	defer func() {
+		// Not again when this lookup waited for a read (which may have failed).
+		if tr.pairs == nil {
+			r.renewPairs(ctx, tn, tr.now)
+		}
+		if tr.resources == nil {
+			r.renewResourcesInUse(ctx, tn, tr.now)
+		}
+	}()
 	var logResources []uint64 // of each line
 	facts := make(chan error, 1)
 	go func() { facts <- r.readFacts(ctx, t, tn, &logResources) }()
@@ -194,7 +221,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 		err = fmt.Errorf("reading the spans of trace %s: %w", traceID, err)
 	} else if len(t.Spans) > 0 {
 		// Started while the facts may still be read.
-		res, err = r.readWindow(ctx, t, tn, resourceIDs)
+		res, err = r.readWindow(ctx, t, tn, resourceIDs, tr)
 	}
 	if ferr := <-facts; err == nil && ferr != nil {
 		return nil, fmt.Errorf("reading the logs, findings and clock offsets of trace %s: %w", traceID, ferr)
@@ -229,11 +256,18 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	return t, nil
 }
 
+// tenantReads are a lookup's time and the reads of its tenant's skewed pairs
+// and resources in use that it waits for (nil for none).
+type tenantReads struct {
+	now              time.Time
+	pairs, resources <-chan struct{}
+}
+
 // readWindow puts the skewed pairs of the hosts of t's spans in their window
 // into t, from the tenant's known pairs or else read, and gives each span its
 // resource (resourceIDs[i] for t.Spans[i]), reading those the cache lacks;
 // it returns the spans' resources.
-func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, resourceIDs []uint64) (spanResources, error) {
+func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, resourceIDs []uint64, tr tenantReads) (spanResources, error) {
 	// The trace's window: from its first span's start to its last end.
 	startNs, endNs := int64(t.Spans[0].StartUnixNano), int64(0)
 	hosts := map[string]bool{}
@@ -245,10 +279,11 @@ func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, reso
 	}
 	w := r.cfg.LogWindow.Nanoseconds()
 	fromNs, toNs, hostList := startNs-w, endNs+w, strings.Join(slices.Sorted(maps.Keys(hosts)), "\n")
+	await(ctx, tr.resources) // if ctx is done first, so is the statement below
 	res := r.cachedResources(tn, resourceIDs)
 	missing := res.missing()
 	if missing == "" {
-		if pairs, ok := r.knownSkewedPairs(ctx, tn, hosts, fromNs, toNs); ok {
+		if pairs, ok := knownSkewedPairs(r.freshPairs(ctx, tn, tr.now, tr.pairs), hosts, fromNs, toNs); ok {
 			t.SkewedPairs = pairs
 			r.setResources(tn, t.Spans, resourceIDs, res, nil)
 			return res, nil
@@ -468,124 +503,6 @@ func (n *jsonUint64) UnmarshalJSON(b []byte) error {
 	v, err := strconv.ParseUint(string(bytes.Trim(b, `"`)), 10, 64)
 	*n = jsonUint64(v)
 	return err
-}
-
-// spanResources are the resources of a trace's spans that the reader's cache
-// has (nil for those it lacks), by id.
-type spanResources map[uint64]map[string]string
-
-// missing is the ids of res that the cache lacks, as
-// fragments/trace_resources.sql takes them: decimal, sorted, joined by
-// commas; "" for none.
-func (res spanResources) missing() string {
-	var ids []uint64
-	for id, m := range res {
-		if m == nil {
-			ids = append(ids, id)
-		}
-	}
-	slices.Sort(ids)
-	list := make([]string, len(ids))
-	for i, id := range ids {
-		list[i] = strconv.FormatUint(id, 10)
-	}
-	return strings.Join(list, ",")
-}
-
-// cachedResources looks up the resources that ids name (0 for rows that
-// carry theirs), of tenant tn, in the cache.
-func (r *Reader) cachedResources(tn string, ids []uint64) spanResources {
-	res := spanResources{}
-	r.resMu.Lock()
-	defer r.resMu.Unlock()
-	for _, id := range ids {
-		if _, ok := res[id]; ok || id == 0 {
-			continue
-		}
-		res[id] = r.resCache[resourceKey{tn, id}]
-	}
-	return res
-}
-
-// setResources gives each span the resource its row names (ids[i] for
-// spans[i]), from res or, for those res lacks, read, which it caches; a
-// resource neither has is empty. Spans of one resource share one copy of it.
-func (r *Reader) setResources(tn string, spans []model.Span, ids []uint64, res spanResources, read map[uint64]map[string]string) {
-	r.cacheResources(tn, read)
-	maps.Copy(res, read)
-	for id, m := range res {
-		// The cache's maps are never handed out: the trace gets a copy.
-		res[id] = maps.Clone(nonNil(m))
-	}
-	for i, id := range ids {
-		if id != 0 {
-			spans[i].Resource = res[id]
-		}
-	}
-}
-
-// cacheResources adds resources read from the store, of tenant tn, to the
-// cache.
-func (r *Reader) cacheResources(tn string, read map[uint64]map[string]string) {
-	if len(read) == 0 {
-		return
-	}
-	r.resMu.Lock()
-	defer r.resMu.Unlock()
-	if r.resCache == nil || len(r.resCache)+len(read) > maxCachedResources {
-		r.resCache = make(map[resourceKey]map[string]string, len(read))
-	}
-	for id, m := range read {
-		r.resCache[resourceKey{tn, id}] = m
-	}
-}
-
-// lineResources returns the resources that ids name (0 for rows that carry
-// theirs), of tenant tn: from have (copies the caller owns), else the cache,
-// else the store in one read, which it caches; one none has is empty.
-func (r *Reader) lineResources(ctx context.Context, tn string, ids []uint64, have spanResources) (map[uint64]map[string]string, error) {
-	found := map[uint64]map[string]string{}
-	var lack []uint64
-	for _, id := range ids {
-		if _, ok := found[id]; ok || id == 0 {
-			continue
-		}
-		if m := have[id]; m != nil {
-			found[id] = m
-			continue
-		}
-		found[id] = nil
-		lack = append(lack, id)
-	}
-	if len(lack) == 0 {
-		return found, nil
-	}
-	cached := r.cachedResources(tn, lack)
-	read := map[uint64]map[string]string{}
-	if list := cached.missing(); list != "" {
-		err := r.conn.Query(ctx, r.resourcesByID, Params{"resource_ids": list, "tenant": tn}, func(b []byte) error {
-			var row struct {
-				ID         uint64            `json:"resource_id"`
-				Attributes map[string]string `json:"attributes"`
-			}
-			if err := json.Unmarshal(b, &row); err != nil {
-				return err
-			}
-			read[row.ID] = nonNil(row.Attributes)
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-		r.cacheResources(tn, read)
-	}
-	for id, m := range cached {
-		if m == nil {
-			m = read[id]
-		}
-		found[id] = maps.Clone(nonNil(m)) // the cache's maps are never handed out
-	}
-	return found, nil
 }
 
 func (row spanRow) span() model.Span {

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,86 +17,160 @@ import (
 
 // traceConn answers a trace's spans with spans, or else two spans of
 // resource 7, on hosts shop-1 and pay-1 at 1 ns, its window with the
-// resource when asked for it, and the tenant's skewed pairs with pairs.
+// resource when asked for it, the tenant's skewed pairs with pairs and its
+// resources in use with inUse.
 type traceConn struct {
 	recordingConn
-	pairs, spans []string
+	pairs, spans, inUse []string
+	// When set, a read of the tenant's pairs waits for hold to close (at
+	// most heldAtMost: the test failed) and then sets heldEnded.
+	hold      chan struct{}
+	heldEnded atomic.Bool
 }
+
+const heldAtMost = time.Minute
 
 func (c *traceConn) Query(ctx context.Context, query string, params Params, row func([]byte) error) error {
 	c.record(query, params)
-	switch {
-	case strings.Contains(query, "FROM "+snapshotDB+".spans"):
-		spans := c.spans
-		if spans == nil {
-			spans = []string{`{"timestamp":1,"ids":"0A0B0C0D0E0F10110000000000000000","host":"shop-1","resource_id":7}`,
-				`{"timestamp":1,"ids":"1A0B0C0D0E0F10110A0B0C0D0E0F1011","host":"pay-1","resource_id":7}`}
-		}
-		for _, b := range spans {
+	rows := func(rs []string) error {
+		for _, b := range rs {
 			if err := row([]byte(b)); err != nil {
 				return err
 			}
 		}
+		return nil
+	}
+	switch {
+	case strings.Contains(query, "FROM "+snapshotDB+".spans"):
+		if c.spans == nil {
+			return rows([]string{`{"timestamp":1,"ids":"0A0B0C0D0E0F10110000000000000000","host":"shop-1","resource_id":7}`,
+				`{"timestamp":1,"ids":"1A0B0C0D0E0F10110A0B0C0D0E0F1011","host":"pay-1","resource_id":7}`})
+		}
+		return rows(c.spans)
 	case params["resource_ids"] != nil:
 		return row([]byte(`{"part":4,"resource_id":7,"attributes":{"host.name":"shop-1"}}`))
 	case params["max_pairs"] != nil:
-		for _, b := range c.pairs {
-			if err := row([]byte(b)); err != nil {
-				return err
+		if c.hold != nil {
+			select {
+			case <-c.hold:
+			case <-time.After(heldAtMost):
 			}
+			c.heldEnded.Store(true)
 		}
+		return rows(c.pairs)
+	case params["max_resources"] != nil:
+		return rows(c.inUse)
 	}
 	return nil
 }
 
-// others is what c sent besides a trace's spans and facts.
-func (c *traceConn) others(r *Reader) []sentQuery {
-	var out []sentQuery
+// others is what c sent besides a trace's spans and facts, each named:
+// "pairs" (the tenant's), "in use" (the tenant's resources), "window" or
+// "window and resources", sorted.
+func (c *traceConn) others(r *Reader) []string {
+	var out []string
 	for _, s := range c.sent {
-		if s.sql != r.spans && s.sql != r.facts {
-			out = append(out, s)
+		switch {
+		case s.sql == r.spans || s.sql == r.facts:
+		case s.sql == r.pairEstimates:
+			out = append(out, "pairs")
+		case s.sql == r.resourcesInUse:
+			out = append(out, "in use")
+		case s.sql == r.window:
+			out = append(out, "window")
+		case s.sql == r.windowResources:
+			out = append(out, "window and resources")
+		default:
+			out = append(out, s.sql)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sentTo is the parameters of the statements c sent of sql.
+func (c *traceConn) sentTo(sql string) []Params {
+	var out []Params
+	for _, s := range c.sent {
+		if s.sql == sql {
+			out = append(out, s.params)
 		}
 	}
 	return out
 }
 
 // A trace by id is its spans and, beside them, its lines, findings and
-// offsets; then its window in one statement that reads the spans' resources
-// too, while the reader has not cached them. Once it has, the window is read
-// only when the tenant's skewed pairs, read at most pairsFresh ago, have two
-// of its hosts in it.
+// offsets and, when due, the tenant's skewed pairs (every pairsFresh/2) and
+// resources in use (every resourcesInUseEvery); then its window only when
+// the reader lacks a resource of its spans (read with the window) or the
+// tenant's pairs cannot tell its skewed pairs.
 func TestGetTraceStatements(t *testing.T) {
-	c := &traceConn{}
+	for _, tc := range []struct {
+		name  string
+		inUse []string
+		first []string
+	}{
+		{"resource 7 not in use", nil, []string{"in use", "pairs", "window and resources"}},
+		{"resource 7 in use", []string{`{"resource_id":7,"attributes":{"host.name":"shop-1"}}`}, []string{"in use", "pairs"}},
+	} {
+		c := &traceConn{inUse: tc.inUse}
+		r := NewReader(c, snapshotDB, ReaderConfig{})
+		clock := time.Unix(1e9, 0)
+		r.now = func() time.Time { return clock }
+		for i, step := range []struct {
+			after time.Duration
+			want  []string
+		}{
+			{0, tc.first},
+			{0, nil},
+			{pairsFresh/2 - time.Nanosecond, nil},
+			{time.Nanosecond, []string{"pairs"}}, // pairsFresh/2 after the first
+			{resourcesInUseEvery - pairsFresh/2, []string{"in use", "pairs"}},
+			{2 * resourcesInUseEvery, []string{"in use", "pairs"}}, // both long stale: read, then used
+		} {
+			clock = clock.Add(step.after)
+			c.sent = nil
+			tr, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
+			require.NoError(t, err)
+			r.Wait()
+			require.Len(t, tr.Spans, 2)
+			assert.Equal(t, "0a0b0c0d0e0f1011", tr.Spans[0].SpanID)
+			assert.Equal(t, map[string]string{"host.name": "shop-1"}, tr.Spans[0].Resource, "%s, read %d", tc.name, i+1)
+			assert.Equal(t, step.want, c.others(r), "%s, read %d", tc.name, i+1)
+			for _, p := range c.sentTo(r.windowResources) {
+				assert.Equal(t, "7", p["resource_ids"])
+			}
+			for _, p := range c.sentTo(r.pairEstimates) {
+				assert.Equal(t, tenant.Default, p["tenant"])
+			}
+			for _, p := range c.sentTo(r.resourcesInUse) {
+				assert.Equal(t, tenant.Default, p["tenant"])
+				assert.EqualValues(t, maxResourcesInUse, p["max_resources"])
+			}
+		}
+	}
+}
+
+// A lookup whose tenant's pairs are half of pairsFresh old answers from
+// them and renews them in the background: it returns while the read runs.
+func TestGetTraceRenewsInTheBackground(t *testing.T) {
+	c := &traceConn{inUse: []string{`{"resource_id":7,"attributes":{}}`}}
 	r := NewReader(c, snapshotDB, ReaderConfig{})
 	clock := time.Unix(1e9, 0)
 	r.now = func() time.Time { return clock }
-	for i, want := range []string{"window and resources", "the tenant's pairs", "", "the tenant's pairs"} {
-		if i == 3 {
-			clock = clock.Add(pairsFresh)
-		}
-		c.sent = nil
-		tr, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
-		require.NoError(t, err)
-		require.Len(t, tr.Spans, 2)
-		assert.Equal(t, "0a0b0c0d0e0f1011", tr.Spans[0].SpanID)
-		assert.Equal(t, map[string]string{"host.name": "shop-1"}, tr.Spans[0].Resource, "read %d", i+1)
-		// The window's statement follows the spans', maybe before the facts'.
-		others := c.others(r)
-		if want == "" {
-			assert.Empty(t, others, "read %d", i+1)
-			continue
-		}
-		require.Len(t, others, 1, "read %d", i+1)
-		switch want {
-		case "window and resources":
-			assert.Contains(t, others[0].sql, "FROM "+snapshotDB+".clock_pairs")
-			assert.Contains(t, others[0].sql, "FROM "+snapshotDB+".resources")
-			assert.Equal(t, "7", others[0].params["resource_ids"])
-		case "the tenant's pairs":
-			assert.Equal(t, r.pairEstimates, others[0].sql, "read %d", i+1)
-			assert.Equal(t, tenant.Default, others[0].params["tenant"])
-		}
-	}
+	_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
+	require.NoError(t, err)
+	r.Wait()
+
+	c.sent, c.hold = nil, make(chan struct{})
+	clock = clock.Add(pairsFresh / 2)
+	_, err = r.GetTrace(context.Background(), snapshotTraceIDs[0])
+	require.NoError(t, err)
+	assert.False(t, c.heldEnded.Load(), "the lookup returned once the pairs' read ended")
+	close(c.hold)
+	r.Wait()
+	assert.True(t, c.heldEnded.Load())
+	assert.Equal(t, []string{"pairs"}, c.others(r))
 }
 
 // Within the cap the reader sorts a trace's spans (by start, then ids) and
@@ -166,39 +242,39 @@ func TestGetTraceSkewedPairs(t *testing.T) {
 		{`{"host_a":"pay-1","host_b":"shop-1","first_s":-900,"last_s":900,"at_s":[],"offsets_ns":[],"samples":[]}`, nil, true},
 		{`{"host_a":"pay-1","host_b":"shop-1","first_s":301,"last_s":900,"at_s":[],"offsets_ns":[],"samples":[]}`, nil, false},
 	} {
-		c := &traceConn{pairs: []string{tc.pair}}
+		c := &traceConn{pairs: []string{tc.pair}, inUse: []string{`{"resource_id":7,"attributes":{}}`}}
 		r := NewReader(c, snapshotDB, ReaderConfig{})
-		_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0]) // caches the resources
-		require.NoError(t, err)
-		c.sent = nil
 		tr, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
 		require.NoError(t, err)
-		others := c.others(r)
-		require.NotEmpty(t, others, tc.pair)
-		assert.Equal(t, r.pairEstimates, others[0].sql)
-		assert.EqualValues(t, maxKnownEstimates, others[0].params["max_estimates"])
+		r.Wait()
+		for _, p := range c.sentTo(r.pairEstimates) {
+			assert.EqualValues(t, maxKnownEstimates, p["max_estimates"])
+		}
 		if !tc.read {
-			assert.Len(t, others, 1, tc.pair)
+			assert.Equal(t, []string{"in use", "pairs"}, c.others(r), tc.pair)
 			assert.Equal(t, tc.want, tr.SkewedPairs, tc.pair)
 			continue
 		}
-		require.Len(t, others, 2, tc.pair)
-		assert.Equal(t, r.window, others[1].sql)
-		assert.Equal(t, "pay-1\nshop-1", others[1].params["hosts"])
+		assert.Equal(t, []string{"in use", "pairs", "window"}, c.others(r), tc.pair)
+		for _, p := range c.sentTo(r.window) {
+			assert.Equal(t, "pay-1\nshop-1", p["hosts"])
+		}
 	}
 }
 
-// A reply whose arrays differ in length is an error, and the window is read.
+// A reply whose arrays differ in length is an error: the window is read,
+// and the next lookup reads the tenant's pairs again.
 func TestGetTraceSkewedPairsMalformed(t *testing.T) {
-	c := &traceConn{pairs: []string{`{"host_a":"pay-1","host_b":"shop-1","first_s":0,"last_s":0,"at_s":[0],"offsets_ns":[],"samples":[1]}`}}
+	c := &traceConn{pairs: []string{`{"host_a":"pay-1","host_b":"shop-1","first_s":0,"last_s":0,"at_s":[0],"offsets_ns":[],"samples":[1]}`},
+		inUse: []string{`{"resource_id":7,"attributes":{}}`}}
 	r := NewReader(c, snapshotDB, ReaderConfig{})
-	for range 2 {
+	for i, want := range [][]string{{"in use", "pairs", "window"}, {"pairs", "window"}} {
+		c.sent = nil
 		_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
 		require.NoError(t, err)
+		r.Wait()
+		assert.Equal(t, want, c.others(r), "read %d", i+1)
 	}
-	others := c.others(r)
-	require.Len(t, others, 3, "window and resources; the tenant's pairs; the window")
-	assert.Equal(t, r.window, others[2].sql)
 }
 
 func TestSplitIDs(t *testing.T) {

@@ -27,9 +27,9 @@ const maxKnownPairs = 10000
 // kept, and a trace through a pair estimated in its window reads that window.
 const maxKnownEstimates = 10000
 
-// maxPairsTenants bounds the tenants whose pairs are kept; past it, the
-// reader starts again with none.
-const maxPairsTenants = 256
+// maxTenantsKept bounds the tenants whose pairs (and times of their reads)
+// the reader keeps; past it, it starts again with none.
+const maxTenantsKept = 256
 
 type hostPair struct{ a, b string }
 
@@ -55,14 +55,10 @@ type estimate struct {
 
 // knownSkewedPairs returns the skewed pairs of two of hosts in the window
 // fromNs–toNs, each pair's latest estimate in it, as trace_window.sql reads
-// them, from the tenant's pairs read at most pairsFresh ago; ok is false
-// when those cannot tell, and the window's statement must. It reads the
-// tenant's pairs when what it has is older, unless another read of them is
-// under way: a trace's window costs a statement, the tenant's pairs one
-// every pairsFresh.
-func (r *Reader) knownSkewedPairs(ctx context.Context, tn string, hosts map[string]bool, fromNs, toNs int64) (
-	pairs []model.ClockPair, ok bool) {
-	k := r.tenantPairs(ctx, tn)
+// them, from k, the tenant's pairs (freshPairs); ok is false when k cannot
+// tell (nil, or without every estimate of a pair in the window), and the
+// window's statement must.
+func knownSkewedPairs(k *knownPairs, hosts map[string]bool, fromNs, toNs int64) (pairs []model.ClockPair, ok bool) {
 	if k == nil || k.all {
 		return nil, false
 	}
@@ -85,39 +81,52 @@ func (r *Reader) knownSkewedPairs(ctx context.Context, tn string, hosts map[stri
 	return pairs, true
 }
 
-// tenantPairs returns the tenant's pairs as read at most pairsFresh ago,
-// reading them if need be; nil when they are being read by another trace or
-// could not be read.
-func (r *Reader) tenantPairs(ctx context.Context, tn string) *knownPairs {
-	now := r.now()
-	r.pairsMu.Lock()
-	k := r.pairsKnown[tn]
-	fresh := k != nil && now.Sub(k.at) < pairsFresh
-	if fresh || r.pairsReading[tn] {
-		r.pairsMu.Unlock()
-		if !fresh {
-			return nil
+// freshPairs returns the tenant's pairs as read at most pairsFresh before
+// now, waiting for running (a read of them under way, or nil) when what the
+// reader has is older; nil when it has none that fresh.
+func (r *Reader) freshPairs(ctx context.Context, tn string, now time.Time, running <-chan struct{}) *knownPairs {
+	fresh := func() *knownPairs {
+		r.pairsMu.Lock()
+		defer r.pairsMu.Unlock()
+		if k := r.pairsKnown[tn]; k != nil && now.Sub(k.at) < pairsFresh {
+			return k
 		}
+		return nil
+	}
+	if k := fresh(); k != nil || running == nil || !await(ctx, running) {
 		return k
 	}
-	if r.pairsReading == nil {
-		r.pairsReading = map[string]bool{}
-	}
-	r.pairsReading[tn] = true
-	r.pairsMu.Unlock()
-	k, err := r.readPairs(ctx, tn)
+	return fresh()
+}
+
+// pairsFreshAt says whether the reader has the tenant's pairs as read less
+// than pairsFresh before now.
+func (r *Reader) pairsFreshAt(tn string, now time.Time) bool {
 	r.pairsMu.Lock()
 	defer r.pairsMu.Unlock()
-	delete(r.pairsReading, tn)
-	if err != nil {
-		return nil // the window's statement answers, or says what failed
-	}
-	k.at = now
-	if r.pairsKnown == nil || len(r.pairsKnown) >= maxPairsTenants {
-		r.pairsKnown = map[string]*knownPairs{}
-	}
-	r.pairsKnown[tn] = k
-	return k
+	k := r.pairsKnown[tn]
+	return k != nil && now.Sub(k.at) < pairsFresh
+}
+
+// renewPairs starts a read of the tenant's pairs in the background once
+// what the reader has is half of pairsFresh old (pairsRefresh), so that
+// while lookups keep coming none waits for it; it returns the read under
+// way, if any.
+func (r *Reader) renewPairs(ctx context.Context, tn string, now time.Time) <-chan struct{} {
+	return r.pairsRefresh.start(ctx, now, tn, func(ctx context.Context) error {
+		k, err := r.readPairs(ctx, tn)
+		if err != nil {
+			return err // the window's statement answers, or says what failed
+		}
+		k.at = now
+		r.pairsMu.Lock()
+		defer r.pairsMu.Unlock()
+		if r.pairsKnown == nil || len(r.pairsKnown) >= maxTenantsKept {
+			r.pairsKnown = map[string]*knownPairs{}
+		}
+		r.pairsKnown[tn] = k
+		return nil
+	})
 }
 
 // readPairs reads the tenant's skewed host pairs, the time of each one's

@@ -75,6 +75,9 @@ func (c *recordingConn) Query(_ context.Context, query string, params Params, ro
 		// A pair of the spans' host, kept without its estimates: the window is read.
 		return row([]byte(`{"host_a":"shop-1","host_b":"shop-1","first_s":0,"last_s":0}`))
 	}
+	if params["max_resources"] != nil {
+		return nil // no resource in use: the window reads the spans'
+	}
 	if params["max_logs"] != nil {
 		// A line of the trace, its resource by id (trace_facts.sql).
 		return row([]byte(`{"part":0,"timestamp":1,"fields":"{\"host\":\"shop-1\",\"resource_id\":1234567}"}`))
@@ -273,12 +276,24 @@ func TestQuerySnapshots(t *testing.T) {
 		var sent [2][]sentQuery
 		for v := range sent {
 			rc := &recordingConn{}
-			require.NoError(t, c.run(tenant.NewContext(ctx, snapshotTenants[v]), NewReader(rc, snapshotDB, ReaderConfig{}), v), c.name)
-			// GetTrace reads a trace's findings and offsets beside its spans,
-			// so they come in either order: the findings' last.
-			slices.SortStableFunc(rc.sent, func(a, b sentQuery) int {
-				return cmp.Compare(strings.Count(a.sql, "FROM "+snapshotDB+".trace_facts"), strings.Count(b.sql, "FROM "+snapshotDB+".trace_facts"))
-			})
+			r := NewReader(rc, snapshotDB, ReaderConfig{})
+			require.NoError(t, c.run(tenant.NewContext(ctx, snapshotTenants[v]), r, v), c.name)
+			r.Wait()
+			// GetTrace reads a trace's facts, and the tenant's pairs and
+			// resources in use, beside its spans, so they come in any order:
+			// after the others, the pairs, the resources, then the facts.
+			rank := func(s sentQuery) int {
+				switch {
+				case strings.Contains(s.sql, "FROM "+snapshotDB+".trace_facts"):
+					return 3
+				case s.params["max_resources"] != nil:
+					return 2
+				case s.params["max_pairs"] != nil:
+					return 1
+				}
+				return 0
+			}
+			slices.SortStableFunc(rc.sent, func(a, b sentQuery) int { return cmp.Compare(rank(a), rank(b)) })
 			sent[v] = rc.sent
 		}
 		require.NotEmpty(t, sent[0], c.name)

@@ -420,6 +420,7 @@ func (e *storeExtension) Shutdown(ctx context.Context) error {
 	if e.conn == nil {
 		return nil
 	}
+	e.reader.Wait() // its reads in the background end before the conn
 	err := e.conn.Close()
 	e.conn = nil
 	return err

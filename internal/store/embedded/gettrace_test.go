@@ -17,15 +17,28 @@ import (
 	"github.com/tracesift/tracesift/internal/tenant"
 )
 
-// statementCounter counts the statements run through it.
+// statementCounter counts the statements run through it: n those of a
+// trace, tenant those that renew what the reader keeps of the tenant (its
+// skewed pairs, its resources in use), which a lookup starts when they are
+// due, beside its own.
 type statementCounter struct {
 	store.Conn
-	n atomic.Int64
+	n, tenant atomic.Int64
 }
 
 func (c *statementCounter) Query(ctx context.Context, query string, p store.Params, row func([]byte) error) error {
-	c.n.Add(1)
+	if p["max_pairs"] != nil || p["max_resources"] != nil {
+		c.tenant.Add(1)
+	} else {
+		c.n.Add(1)
+	}
 	return c.Conn.Query(ctx, query, p, row)
+}
+
+// reset sets both counts to 0.
+func (c *statementCounter) reset() {
+	c.n.Store(0)
+	c.tenant.Store(0)
 }
 
 // getTraceBase is when the traces of these tests start.
@@ -71,33 +84,45 @@ func shopStore(t *testing.T, db string, id byte, tn string, more bool) *store.Wr
 
 // A trace by id is two statements: its spans and, at the same time, its
 // lines, findings and clock offsets. A third reads its window's skewed pairs,
-// with the resources the reader has not cached yet, while it lacks one;
-// once it has them, the tenant's skewed pairs (none here) take the third
-// statement, once in a while. One when there is no such trace.
+// with the resources the reader has not cached, while it lacks one: those in
+// use, the tenant's (read beside the first lookup, with its skewed pairs),
+// it has. One when there is no such trace.
 func TestTraceReadInTwoOrThreeStatements(t *testing.T) {
 	ctx := context.Background()
 	const tdb = "ts_get_trace"
-	shopStore(t, tdb, 0x91, tenant.Default, false)
+	w := shopStore(t, tdb, 0x91, tenant.Default, false)
 
 	counter := &statementCounter{Conn: conn}
 	r := store.NewReader(counter, tdb, store.ReaderConfig{})
 	want := map[string]string{"service.name": "shop", "host.name": "shop-1"}
-	for _, read := range []struct {
-		what       string
-		statements int64
-	}{{"resources from the table", 3}, {"the tenant's skewed pairs", 3}, {"all it lacks known", 2}} {
-		counter.n.Store(0)
-		tr, err := r.GetTrace(ctx, traceID(0x91).String())
-		require.NoError(t, err, read.what)
-		require.Len(t, tr.Spans, 1, read.what)
-		assert.Equal(t, want, tr.Spans[0].Resource, read.what)
+	read := func(what string, id byte, statements, tenantReads int64) {
+		t.Helper()
+		counter.reset()
+		tr, err := r.GetTrace(ctx, traceID(id).String())
+		require.NoError(t, err, what)
+		r.Wait()
+		require.Len(t, tr.Spans, 1, what)
+		assert.Equal(t, want, tr.Spans[0].Resource, what)
 		assert.Nil(t, tr.SkewedPairs)
-		assert.Equal(t, read.statements, counter.n.Load(), read.what)
+		assert.Equal(t, statements, counter.n.Load(), what)
+		if tenantReads >= 0 { // later ones hang on the clock
+			assert.Equal(t, tenantReads, counter.tenant.Load(), what)
+		}
 	}
-	counter.n.Store(0)
+	read("a resource not in use: read with the window", 0x91, 3, 2)
+	read("the resource cached, the tenant's pairs known", 0x91, 2, -1)
+	read("again", 0x91, 2, -1)
+	counter.reset()
 	_, err := r.GetTrace(ctx, traceID(0x92).String())
 	require.ErrorIs(t, err, store.ErrNotFound)
+	r.Wait()
 	assert.EqualValues(t, 2, counter.n.Load(), "no spans: no window statement")
+
+	// Its spans now come again: a new reader has the resource from the first.
+	_, err = w.WriteTraces(ctx, shopTrace(0x93, tenant.Default, time.Now(), false))
+	require.NoError(t, err)
+	r = store.NewReader(counter, tdb, store.ReaderConfig{})
+	read("a resource in use", 0x91, 2, 2)
 }
 
 // A trace with nothing but spans reads as empty logs, findings and offsets,
@@ -272,14 +297,15 @@ func TestTraceLogResources(t *testing.T) {
 	want := map[string]map[string]string{"the span's resource": shop, "a resource no span has": shipper,
 		"written before schema 017": {"service.name": "legacy"}}
 	for i, read := range []string{"resources from the table", "resources from the cache"} {
-		counter.n.Store(0)
+		counter.reset()
 		tr, err := r.GetTrace(ctx, traceID(0x96).String())
 		require.NoError(t, err, read)
+		r.Wait()
 		require.Len(t, tr.Logs, 3, read)
 		for _, l := range tr.Logs {
 			assert.Equal(t, want[l.Body], l.Resource, "%s: %s", read, l.Body)
 		}
-		assert.EqualValues(t, 4-i, counter.n.Load(), "%s: the log-shipper's resource is read once", read)
+		assert.EqualValues(t, 4-2*i, counter.n.Load(), "%s: the log-shipper's resource is read once", read)
 	}
 
 	from, to := getTraceBase.UnixNano(), getTraceBase.Add(time.Second).UnixNano()

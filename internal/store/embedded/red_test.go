@@ -151,10 +151,11 @@ func TestSkewedPairsReadWithTheTrace(t *testing.T) {
 	for _, read := range []struct {
 		what       string
 		statements int64
-	}{{"with the resources", 3}, {"the tenant's pairs read", 3}, {"the tenant's pairs known", 2}} {
-		counter.n.Store(0)
+	}{{"with the resources", 3}, {"the tenant's pairs known", 2}, {"again", 2}} {
+		counter.reset()
 		got, err := r.GetTrace(ctx, traceID(0x7c).String())
 		require.NoError(t, err)
+		r.Wait()
 		assert.Equal(t, []model.ClockPair{{A: "db-7", B: "web-7", OffsetNanos: -300e6, Samples: 9}}, got.SkewedPairs, read.what)
 		assert.Equal(t, read.statements, counter.n.Load(), read.what)
 	}
@@ -168,9 +169,10 @@ func TestSkewedPairsReadWithTheTrace(t *testing.T) {
 	}
 	_, err = w.WriteTraces(ctx, td)
 	require.NoError(t, err)
-	counter.n.Store(0)
+	counter.reset()
 	later, err := r.GetTrace(ctx, traceID(0x7d).String())
 	require.NoError(t, err)
+	r.Wait()
 	assert.Nil(t, later.SkewedPairs)
 	assert.EqualValues(t, 2, counter.n.Load(), "the tenant's pairs say its window has none")
 
@@ -202,10 +204,11 @@ func TestSkewedPairsOfATenantWithManyEstimates(t *testing.T) {
 	for _, read := range []struct {
 		what       string
 		statements int64
-	}{{"with the resources", 3}, {"the tenant's pairs read", 4}, {"the tenant's pairs known", 3}} {
-		counter.n.Store(0)
+	}{{"with the resources", 3}, {"the tenant's pairs known, without their estimates", 3}, {"again", 3}} {
+		counter.reset()
 		got, err := r.GetTrace(ctx, traceID(0x7e).String())
 		require.NoError(t, err)
+		r.Wait()
 		assert.Equal(t, []model.ClockPair{{A: "pay-1", B: "shop-1", OffsetNanos: 5061, Samples: 1}}, got.SkewedPairs, read.what)
 		assert.Equal(t, read.statements, counter.n.Load(), read.what)
 	}
