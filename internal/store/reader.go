@@ -197,7 +197,7 @@ func (r *Reader) GetTrace(ctx context.Context, traceID string) (*model.Trace, er
 	// beside its statements, and waited for: the tenant's skewed pairs when
 	// pairsFresh old or more, its resources in use when never read.
 	tr := tenantReads{now: r.now()}
-	if !r.pairsFreshAt(tn, tr.now) {
+	if r.pairsAt(tn, tr.now) == nil {
 		tr.pairs = r.renewPairs(ctx, tn, tr.now)
 	}
 	if !r.resRefresh.ever(tn) {

@@ -81,31 +81,25 @@ func knownSkewedPairs(k *knownPairs, hosts map[string]bool, fromNs, toNs int64) 
 	return pairs, true
 }
 
-// freshPairs returns the tenant's pairs as read at most pairsFresh before
+// freshPairs returns the tenant's pairs as read less than pairsFresh before
 // now, waiting for running (a read of them under way, or nil) when what the
 // reader has is older; nil when it has none that fresh.
 func (r *Reader) freshPairs(ctx context.Context, tn string, now time.Time, running <-chan struct{}) *knownPairs {
-	fresh := func() *knownPairs {
-		r.pairsMu.Lock()
-		defer r.pairsMu.Unlock()
-		if k := r.pairsKnown[tn]; k != nil && now.Sub(k.at) < pairsFresh {
-			return k
-		}
-		return nil
-	}
-	if k := fresh(); k != nil || running == nil || !await(ctx, running) {
+	if k := r.pairsAt(tn, now); k != nil || running == nil || !await(ctx, running) {
 		return k
 	}
-	return fresh()
+	return r.pairsAt(tn, now)
 }
 
-// pairsFreshAt says whether the reader has the tenant's pairs as read less
-// than pairsFresh before now.
-func (r *Reader) pairsFreshAt(tn string, now time.Time) bool {
+// pairsAt returns the tenant's pairs as read less than pairsFresh before
+// now, or nil.
+func (r *Reader) pairsAt(tn string, now time.Time) *knownPairs {
 	r.pairsMu.Lock()
 	defer r.pairsMu.Unlock()
-	k := r.pairsKnown[tn]
-	return k != nil && now.Sub(k.at) < pairsFresh
+	if k := r.pairsKnown[tn]; k != nil && now.Sub(k.at) < pairsFresh {
+		return k
+	}
+	return nil
 }
 
 // renewPairs starts a read of the tenant's pairs in the background once
