@@ -105,7 +105,14 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	reader := store.NewReader(conn, *db, store.ReaderConfig{LogWindow: *logWindow, MaxSpans: *maxSpans,
-		MaxQueryTime: *maxTime, MaxQueryMemory: *maxMemory})
+		MaxQueryTime: *maxTime, MaxQueryMemory: *maxMemory, ReportRenewal: func(what, tn string, err error) {
+			if err != nil {
+				logger.Warn("A background read of a tenant's "+what+" failed; trace lookups read them with one "+
+					"statement more until it succeeds", zap.String("tenant", tn), zap.Error(err))
+			} else {
+				logger.Info("A background read of a tenant's "+what+" succeeds again", zap.String("tenant", tn))
+			}
+		}})
 	defer reader.Wait() // its reads in the background end before the conn
 	srv := &http.Server{
 		Addr: *listen,

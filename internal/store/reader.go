@@ -61,6 +61,12 @@ type ReaderConfig struct {
 	// MaxQueryMemory bounds each statement's memory in the engine
 	// (max_memory_usage), in bytes. Default 1 GiB.
 	MaxQueryMemory int64
+	// ReportRenewal, if set, is told when a read that renews what the
+	// reader keeps of a tenant in the background (what: "skewed host pairs"
+	// or "resources in use") fails, the first time in a row, and when it
+	// succeeds again (err nil). Lookups answer without it meanwhile, with
+	// one statement more.
+	ReportRenewal func(what, tenant string, err error)
 }
 
 // Defaults of ReaderConfig.
@@ -144,8 +150,10 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 		pairEstimates: limited(Query("clock_pair_estimates", db)),
 		spansTable:    db + ".spans", resourceTable: db + ".resources", now: time.Now,
 	}
-	r.resRefresh = refresher{every: resourcesInUseEvery, timeout: cfg.MaxQueryTime, bg: &r.bg}
-	r.pairsRefresh = refresher{every: pairsFresh / 2, timeout: cfg.MaxQueryTime, bg: &r.bg}
+	r.resRefresh = refresher{what: "resources in use", every: resourcesInUseEvery, timeout: cfg.MaxQueryTime, bg: &r.bg,
+		report: cfg.ReportRenewal}
+	r.pairsRefresh = refresher{what: "skewed host pairs", every: pairsFresh / 2, timeout: cfg.MaxQueryTime, bg: &r.bg,
+		report: cfg.ReportRenewal}
 	return r
 }
 

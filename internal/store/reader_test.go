@@ -2,8 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -22,6 +25,7 @@ import (
 type traceConn struct {
 	recordingConn
 	pairs, spans, inUse []string
+	pairsErr            error // of a read of the tenant's pairs, when set
 	// When set, a read of the tenant's pairs waits for hold to close (at
 	// most heldAtMost: the test failed) and then sets heldEnded.
 	hold      chan struct{}
@@ -56,6 +60,9 @@ func (c *traceConn) Query(ctx context.Context, query string, params Params, row 
 			case <-time.After(heldAtMost):
 			}
 			c.heldEnded.Store(true)
+		}
+		if c.pairsErr != nil {
+			return c.pairsErr
 		}
 		return rows(c.pairs)
 	case params["max_resources"] != nil:
@@ -173,6 +180,61 @@ func TestGetTraceRenewsInTheBackground(t *testing.T) {
 	assert.Equal(t, []string{"pairs"}, c.others(r))
 }
 
+// A background read that fails is reported once, tried again after every,
+// then twice as long after each failure in a row; lookups meanwhile read the
+// trace's window. Its next good read is reported too.
+func TestGetTraceRenewalBackoff(t *testing.T) {
+	boom := errors.New("boom")
+	c := &traceConn{inUse: []string{`{"resource_id":7,"attributes":{}}`}, pairsErr: boom}
+	var mu sync.Mutex
+	var reports []string
+	r := NewReader(c, snapshotDB, ReaderConfig{ReportRenewal: func(what, tn string, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		reports = append(reports, fmt.Sprintf("%s of %s: %v", what, tn, err))
+	}})
+	clock := time.Unix(1e9, 0)
+	r.now = func() time.Time { return clock }
+	every := pairsFresh / 2
+	for i, step := range []struct {
+		after   time.Duration
+		ok      bool // the pairs' read succeeds from this step on
+		want    []string
+		reports []string
+	}{
+		{0, false, []string{"in use", "pairs", "window"}, []string{"skewed host pairs of default: reading the skewed host pairs: boom"}},
+		{every - time.Nanosecond, false, []string{"window"}, nil},
+		{time.Nanosecond, false, []string{"pairs", "window"}, nil}, // every after the first failure
+		{2*every - time.Nanosecond, false, []string{"window"}, nil},
+		{time.Nanosecond, false, []string{"pairs", "window"}, nil}, // twice every after the second
+		{4 * every, true, []string{"pairs"}, []string{"skewed host pairs of default: <nil>"}},
+		{every, false, []string{"pairs"}, nil}, // renewed again every, in the background
+	} {
+		clock = clock.Add(step.after)
+		if step.ok {
+			c.pairsErr = nil
+		}
+		c.sent, reports = nil, nil
+		_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
+		require.NoError(t, err, "read %d", i+1)
+		r.Wait()
+		assert.Equal(t, step.want, c.others(r), "read %d", i+1)
+		assert.Equal(t, step.reports, reports, "read %d", i+1)
+	}
+}
+
+func TestRenewBackoff(t *testing.T) {
+	f := &refresher{every: 2 * time.Second}
+	var got []time.Duration
+	for n := 1; n <= 7; n++ {
+		got = append(got, f.backoff(failures{n: n}))
+	}
+	s := time.Second
+	assert.Equal(t, []time.Duration{2 * s, 4 * s, 8 * s, 16 * s, 32 * s, maxRenewBackoff, maxRenewBackoff}, got)
+	f.every = 2 * time.Minute
+	assert.Equal(t, 2*time.Minute, f.backoff(failures{n: 5}), "never shorter than every")
+}
+
 // Within the cap the reader sorts a trace's spans (by start, then ids) and
 // keeps each once, from one statement; past it, it reads them again sorted
 // by the engine and keeps the first MaxSpans.
@@ -263,12 +325,19 @@ func TestGetTraceSkewedPairs(t *testing.T) {
 }
 
 // A reply whose arrays differ in length is an error: the window is read,
-// and the next lookup reads the tenant's pairs again.
+// and the tenant's pairs are read again pairsFresh/2 later.
 func TestGetTraceSkewedPairsMalformed(t *testing.T) {
 	c := &traceConn{pairs: []string{`{"host_a":"pay-1","host_b":"shop-1","first_s":0,"last_s":0,"at_s":[0],"offsets_ns":[],"samples":[1]}`},
 		inUse: []string{`{"resource_id":7,"attributes":{}}`}}
 	r := NewReader(c, snapshotDB, ReaderConfig{})
-	for i, want := range [][]string{{"in use", "pairs", "window"}, {"pairs", "window"}} {
+	clock := time.Unix(1e9, 0)
+	r.now = func() time.Time { return clock }
+	for i, step := range []struct {
+		after time.Duration
+		want  []string
+	}{{0, []string{"in use", "pairs", "window"}}, {0, []string{"window"}}, {pairsFresh / 2, []string{"pairs", "window"}}} {
+		clock = clock.Add(step.after)
+		want := step.want
 		c.sent = nil
 		_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
 		require.NoError(t, err)

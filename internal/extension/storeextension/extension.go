@@ -144,7 +144,19 @@ func (e *storeExtension) newWriterReader(conn store.Conn) {
 	e.writer = store.NewWriter(conn, e.cfg.Database)
 	e.writer.SetRetention(e.retention())
 	e.reader = store.NewReader(conn, e.cfg.Database, store.ReaderConfig{LogWindow: e.cfg.LogWindow, MaxLogs: e.cfg.MaxLogsPerTrace,
-		MaxSpans: e.cfg.MaxSpansPerTrace, MaxQueryTime: e.cfg.MaxQueryTime, MaxQueryMemory: e.cfg.MaxQueryMemory})
+		MaxSpans: e.cfg.MaxSpansPerTrace, MaxQueryTime: e.cfg.MaxQueryTime, MaxQueryMemory: e.cfg.MaxQueryMemory,
+		ReportRenewal: e.reportRenewal})
+}
+
+// reportRenewal logs the reader's background reads of a tenant's pairs or
+// resources that fail, once in a row, and their recovery.
+func (e *storeExtension) reportRenewal(what, tn string, err error) {
+	if err != nil {
+		e.logger.Warn("store: the reader's background read of a tenant's "+what+" failed; trace lookups read them "+
+			"with one statement more until it succeeds (retried with backoff)", zap.String("tenant", tn), zap.Error(err))
+		return
+	}
+	e.logger.Info("store: the reader's background read of a tenant's "+what+" succeeds again", zap.String("tenant", tn))
 }
 
 // startServer starts on a ClickHouse server whether or not it can be reached
