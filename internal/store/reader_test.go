@@ -106,6 +106,32 @@ func (c *traceConn) sentTo(sql string) []Params {
 	return out
 }
 
+// clockedReader is a reader of c on a clock the test moves.
+type clockedReader struct {
+	*Reader
+	c     *traceConn
+	clock time.Time
+}
+
+func newClockedReader(c *traceConn, cfg ReaderConfig) *clockedReader {
+	cr := &clockedReader{Reader: NewReader(c, snapshotDB, cfg), c: c, clock: time.Unix(1e9, 0)}
+	cr.now = func() time.Time { return cr.clock }
+	return cr
+}
+
+// lookup moves the clock on by after, reads a trace (the read-th), waits for
+// the reads it started in the background and returns the trace and what was
+// sent besides its spans and facts (traceConn.others).
+func (cr *clockedReader) lookup(t *testing.T, after time.Duration, read int) (*model.Trace, []string) {
+	t.Helper()
+	cr.clock = cr.clock.Add(after)
+	cr.c.sent = nil
+	tr, err := cr.GetTrace(context.Background(), snapshotTraceIDs[0])
+	require.NoError(t, err, "read %d", read)
+	cr.Wait()
+	return tr, cr.c.others(cr.Reader)
+}
+
 // A trace by id is its spans and, beside them, its lines, findings and
 // offsets and, when due, the tenant's skewed pairs (every pairsFresh/2) and
 // resources in use (every resourcesInUseEvery); then its window only when
@@ -121,9 +147,7 @@ func TestGetTraceStatements(t *testing.T) {
 		{"resource 7 in use", []string{`{"resource_id":7,"attributes":{"host.name":"shop-1"}}`}, []string{"in use", "pairs"}},
 	} {
 		c := &traceConn{inUse: tc.inUse}
-		r := NewReader(c, snapshotDB, ReaderConfig{})
-		clock := time.Unix(1e9, 0)
-		r.now = func() time.Time { return clock }
+		r := newClockedReader(c, ReaderConfig{})
 		for i, step := range []struct {
 			after time.Duration
 			want  []string
@@ -135,15 +159,11 @@ func TestGetTraceStatements(t *testing.T) {
 			{resourcesInUseEvery - pairsFresh/2, []string{"in use", "pairs"}},
 			{2 * resourcesInUseEvery, []string{"in use", "pairs"}}, // both long stale: read, then used
 		} {
-			clock = clock.Add(step.after)
-			c.sent = nil
-			tr, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
-			require.NoError(t, err)
-			r.Wait()
+			tr, others := r.lookup(t, step.after, i+1)
 			require.Len(t, tr.Spans, 2)
 			assert.Equal(t, "0a0b0c0d0e0f1011", tr.Spans[0].SpanID)
 			assert.Equal(t, map[string]string{"host.name": "shop-1"}, tr.Spans[0].Resource, "%s, read %d", tc.name, i+1)
-			assert.Equal(t, step.want, c.others(r), "%s, read %d", tc.name, i+1)
+			assert.Equal(t, step.want, others, "%s, read %d", tc.name, i+1)
 			for _, p := range c.sentTo(r.windowResources) {
 				assert.Equal(t, "7", p["resource_ids"])
 			}
@@ -162,22 +182,18 @@ func TestGetTraceStatements(t *testing.T) {
 // them and renews them in the background: it returns while the read runs.
 func TestGetTraceRenewsInTheBackground(t *testing.T) {
 	c := &traceConn{inUse: []string{`{"resource_id":7,"attributes":{}}`}}
-	r := NewReader(c, snapshotDB, ReaderConfig{})
-	clock := time.Unix(1e9, 0)
-	r.now = func() time.Time { return clock }
-	_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
-	require.NoError(t, err)
-	r.Wait()
+	r := newClockedReader(c, ReaderConfig{})
+	r.lookup(t, 0, 1)
 
 	c.sent, c.hold = nil, make(chan struct{})
-	clock = clock.Add(pairsFresh / 2)
-	_, err = r.GetTrace(context.Background(), snapshotTraceIDs[0])
+	r.clock = r.clock.Add(pairsFresh / 2)
+	_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
 	require.NoError(t, err)
 	assert.False(t, c.heldEnded.Load(), "the lookup returned once the pairs' read ended")
 	close(c.hold)
 	r.Wait()
 	assert.True(t, c.heldEnded.Load())
-	assert.Equal(t, []string{"pairs"}, c.others(r))
+	assert.Equal(t, []string{"pairs"}, c.others(r.Reader))
 }
 
 // A background read that fails is reported once, tried again after every,
@@ -188,13 +204,11 @@ func TestGetTraceRenewalBackoff(t *testing.T) {
 	c := &traceConn{inUse: []string{`{"resource_id":7,"attributes":{}}`}, pairsErr: boom}
 	var mu sync.Mutex
 	var reports []string
-	r := NewReader(c, snapshotDB, ReaderConfig{ReportRenewal: func(what, tn string, err error) {
+	r := newClockedReader(c, ReaderConfig{ReportRenewal: func(what, tn string, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		reports = append(reports, fmt.Sprintf("%s of %s: %v", what, tn, err))
 	}})
-	clock := time.Unix(1e9, 0)
-	r.now = func() time.Time { return clock }
 	every := pairsFresh / 2
 	for i, step := range []struct {
 		after   time.Duration
@@ -210,15 +224,12 @@ func TestGetTraceRenewalBackoff(t *testing.T) {
 		{4 * every, true, []string{"pairs"}, []string{"skewed host pairs of default: <nil>"}},
 		{every, false, []string{"pairs"}, nil}, // renewed again every, in the background
 	} {
-		clock = clock.Add(step.after)
 		if step.ok {
 			c.pairsErr = nil
 		}
-		c.sent, reports = nil, nil
-		_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
-		require.NoError(t, err, "read %d", i+1)
-		r.Wait()
-		assert.Equal(t, step.want, c.others(r), "read %d", i+1)
+		reports = nil
+		_, others := r.lookup(t, step.after, i+1)
+		assert.Equal(t, step.want, others, "read %d", i+1)
 		assert.Equal(t, step.reports, reports, "read %d", i+1)
 	}
 }
@@ -329,20 +340,13 @@ func TestGetTraceSkewedPairs(t *testing.T) {
 func TestGetTraceSkewedPairsMalformed(t *testing.T) {
 	c := &traceConn{pairs: []string{`{"host_a":"pay-1","host_b":"shop-1","first_s":0,"last_s":0,"at_s":[0],"offsets_ns":[],"samples":[1]}`},
 		inUse: []string{`{"resource_id":7,"attributes":{}}`}}
-	r := NewReader(c, snapshotDB, ReaderConfig{})
-	clock := time.Unix(1e9, 0)
-	r.now = func() time.Time { return clock }
+	r := newClockedReader(c, ReaderConfig{})
 	for i, step := range []struct {
 		after time.Duration
 		want  []string
 	}{{0, []string{"in use", "pairs", "window"}}, {0, []string{"window"}}, {pairsFresh / 2, []string{"pairs", "window"}}} {
-		clock = clock.Add(step.after)
-		want := step.want
-		c.sent = nil
-		_, err := r.GetTrace(context.Background(), snapshotTraceIDs[0])
-		require.NoError(t, err)
-		r.Wait()
-		assert.Equal(t, want, c.others(r), "read %d", i+1)
+		_, others := r.lookup(t, step.after, i+1)
+		assert.Equal(t, step.want, others, "read %d", i+1)
 	}
 }
 
