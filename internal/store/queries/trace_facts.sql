@@ -12,7 +12,7 @@
 --   1 a finding
 --   2 a host's clock offset
 -- LIMIT BY caps the lines alone: every other row is a group of its own.
--- The setting as in trace_spans.sql.
+-- The settings as in trace_spans.sql.
 SELECT multiIf(fact = 'line', 0, fact = 'finding', 1, 2) AS part, toUnixTimestamp64Nano(timestamp) AS timestamp,
     fields, value
 FROM ${db}.trace_facts
@@ -20,4 +20,4 @@ WHERE trace_id = {trace_id:String}
   AND tenant = {tenant:String}
 ORDER BY part, trace_facts.timestamp, JSONExtractInt(fields, 'observed_after_ns') -- ordered
 LIMIT {max_logs:UInt64} BY part, if(part = 0, 0, rowNumberInAllBlocks())
-SETTINGS optimize_move_to_prewhere = 0
+SETTINGS optimize_move_to_prewhere = 0, max_threads_for_indexes = 1

@@ -8,9 +8,12 @@
 -- deduplicates the rows itself (the engine's sort costs more); only when
 -- the limit is reached does it read again as written, for the earliest
 -- spans, each once (spans.*: the select list shadows both).
--- The setting: for a read of a few rows, moving the trace id to PREWHERE
+-- The settings: for a read of a few rows, moving the trace id to PREWHERE
 -- (a pass over it, then the other columns) costs CPU and saves little; the
 -- bloom filter of trace ids already skips the granules without the trace.
+-- Each part's index is checked in this statement's thread: a part costs
+-- one granule's key and filter, less than handing the part to another
+-- thread (a quarter less CPU with 40 parts, docs/benchmarks.md).
 SELECT
     toUnixTimestamp64Nano(timestamp) AS timestamp, trace_id, hex(ids) AS ids, trace_state, name, kind, service, host,
     duration_ns, status_code, status_message, attributes, resource, resource_id, scope_name, scope_version, events, links
@@ -20,4 +23,4 @@ WHERE trace_id = {trace_id:String}
 ORDER BY spans.timestamp, spans.ids -- ordered
 LIMIT 1 BY substring(spans.ids, 1, 8) -- ordered
 LIMIT {max_spans:UInt64}
-SETTINGS optimize_move_to_prewhere = 0
+SETTINGS optimize_move_to_prewhere = 0, max_threads_for_indexes = 1
