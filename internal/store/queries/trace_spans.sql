@@ -11,9 +11,9 @@
 -- The settings: for a read of a few rows, moving the trace id to PREWHERE
 -- (a pass over it, then the other columns) costs CPU and saves little; the
 -- bloom filter of trace ids already skips the granules without the trace.
--- Each part's index is checked in this statement's thread: a part costs
--- one granule's key and filter, less than handing the part to another
--- thread (a quarter less CPU with 40 parts, docs/benchmarks.md).
+-- Each part's index is checked in this statement's thread: a point lookup
+-- checks one granule's key and filter a part, less work than handing the
+-- part to another thread (docs/benchmarks.md).
 SELECT
     toUnixTimestamp64Nano(timestamp) AS timestamp, trace_id, hex(ids) AS ids, trace_state, name, kind, service, host,
     duration_ns, status_code, status_message, attributes, resource, resource_id, scope_name, scope_version, events, links
