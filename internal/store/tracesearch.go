@@ -59,38 +59,55 @@ const maxWideCandidates = 65536
 // SearchTraces returns the summaries of the traces matching f, newest first,
 // from the per-trace tables alone (spans are read for attribute filters).
 func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.TraceSummary, error) {
-	errorsOnly := int64(0)
-	if f.ErrorsOnly {
-		errorsOnly = 1
-	}
 	if len(f.Attributes) > MaxAttributeFilters {
 		return nil, fmt.Errorf("at most %d attribute filters, got %d", MaxAttributeFilters, len(f.Attributes))
 	}
 	asked := searchCandidates(f.Limit, f.Offset)
-	p := Params{"start_ns": f.Start, "end_ns": f.End, "service": f.Service, "operation": f.Operation,
-		"min_duration_ns": f.MinDuration.Nanoseconds(), "max_duration_ns": f.MaxDuration.Nanoseconds(),
-		"errors_only": errorsOnly, "limit": int64(f.Limit), "offset": int64(f.Offset),
+	p := Params{"start_ns": f.Start, "end_ns": f.End, "limit": int64(f.Limit), "offset": int64(f.Offset),
 		"candidates": asked, "tenant": tenant.FromContext(ctx),
 		// A trace that started in the window ends within the hour, mostly:
 		// its spans and rows start no more than that after the window's end
 		// (or before its start: a part of the trace without its root).
 		"near_start_ns": satAdd(f.Start, -int64(time.Hour)), "near_end_ns": satAdd(f.End, int64(time.Hour))}
-	var attrs strings.Builder
+	var sf searchFilters
+	if f.Service != "" {
+		p["service"] = f.Service
+		sf.add("has(%[1]sservices, {service:String})", "has(services, {service:String})")
+	}
+	if f.Operation != "" {
+		p["operation"] = f.Operation
+		sf.add("%[1]sroot_name = {operation:String}", "root_name = {operation:String}")
+	}
+	if f.MinDuration != 0 {
+		p["min_duration_ns"] = f.MinDuration.Nanoseconds()
+		sf.add("(%[1]sduration_ns >= {min_duration_ns:Int64} OR %[1]sroot_name = '')", "duration_ns >= {min_duration_ns:Int64}")
+	}
+	if f.MaxDuration != 0 {
+		p["max_duration_ns"] = f.MaxDuration.Nanoseconds()
+		sf.add("%[1]sduration_ns <= {max_duration_ns:Int64}", "duration_ns <= {max_duration_ns:Int64}")
+	}
+	if f.ErrorsOnly {
+		sf.add("%[1]serror_count > 0", "error_count > 0")
+	}
 	for i, a := range f.Attributes {
 		k, v := fmt.Sprintf("ak%d", i), fmt.Sprintf("av%d", i)
-		fmt.Fprintf(&attrs, "AND trace_id IN (SELECT trace_id FROM %s WHERE attributes[{%s:String}] = {%s:String} "+
+		fmt.Fprintf(&sf.candidate, "AND trace_id IN (SELECT trace_id FROM %s WHERE attributes[{%s:String}] = {%s:String} "+
 			"AND tenant = {tenant:String} AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
 			"AND timestamp <= fromUnixTimestamp64Nano({near_end_ns:Int64})) ", r.spansTable, k, v)
 		p[k], p[v] = a.Key, a.Value
 	}
 	if f.SpanName != "" {
-		fmt.Fprintf(&attrs, "AND trace_id IN (SELECT trace_id FROM %s WHERE name = {span_name:String} "+
-			"AND tenant = {tenant:String} AND ({service:String} = '' OR service = {service:String}) "+
-			"AND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
-			"AND timestamp <= fromUnixTimestamp64Nano({near_end_ns:Int64})) ", r.spansTable)
+		ofService := ""
+		if f.Service != "" {
+			ofService = "AND service = {service:String} "
+		}
+		fmt.Fprintf(&sf.candidate, "AND trace_id IN (SELECT trace_id FROM %s WHERE name = {span_name:String} "+
+			"AND tenant = {tenant:String} %sAND timestamp >= fromUnixTimestamp64Nano({start_ns:Int64}) "+
+			"AND timestamp <= fromUnixTimestamp64Nano({near_end_ns:Int64})) ", r.spansTable, ofService)
 		p["span_name"] = f.SpanName
 	}
-	query := strings.ReplaceAll(r.traceSearch, "${attrs}", attrs.String())
+	query := strings.NewReplacer("${candidate_filters}", sf.candidate.String(), "${row_filters}", sf.row.String(),
+		"${trace_filters}", sf.trace.String()).Replace(r.traceSearch)
 	out, candidates, err := r.searchTraces(ctx, query, p)
 	if err == nil && len(out) < f.Limit && (len(out) == 0 || candidates >= asked) {
 		p["candidates"] = wideCandidates(f.Limit, f.Offset)
@@ -100,6 +117,19 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.Trac
 		return nil, fmt.Errorf("searching traces: %w", err)
 	}
 	return out, nil
+}
+
+// searchFilters are the filters of a search that are set, as the slots of
+// traces_search.sql take them.
+type searchFilters struct{ candidate, row, trace strings.Builder }
+
+// add adds a filter: onRow on a row of trace_summaries, its columns after
+// %[1]s (the table's name where candidate_rows needs it), onTrace on a
+// trace's summary summed up from its rows.
+func (sf *searchFilters) add(onRow, onTrace string) {
+	fmt.Fprintf(&sf.candidate, "AND "+onRow+" ", "")
+	fmt.Fprintf(&sf.row, "AND "+onRow+" ", "trace_summaries.")
+	fmt.Fprintf(&sf.trace, "AND %s ", onTrace)
 }
 
 // satAdd is a + b, held to the range of int64 (b is a duration of either

@@ -15,11 +15,16 @@
 --     list shadows them): as many as step 1 took, or more when the window
 --     held more; fewer than it asked for means the window held no more.
 -- service matches any service the trace crosses, operation its root span's
--- name; durations are end − start in nanoseconds, inclusive. The attrs slot
--- becomes one `AND trace_id IN (spans with attributes[<key N>] = <value N>
--- near the window)` per attribute filter, keys and values bound as
--- parameters. Every read is of the caller's {tenant}: another tenant's rows
--- of the same trace id are not the trace's.
+-- name; durations are end − start in nanoseconds, inclusive. The reader
+-- fills three slots with the filters that are set and nothing of those that
+-- are not: the engine analyses each expression of the text anew for every
+-- search, a filter that is not set as much as one that is.
+-- candidate_filters takes step 1's row filters, then one `AND trace_id IN
+-- (spans with attributes[<key N>] = <value N> near the window)` per
+-- attribute filter and one for the span name; row_filters the same row
+-- filters, for candidate_rows; trace_filters those of step 2. Values are
+-- bound as parameters. Every read is of the caller's {tenant}: another
+-- tenant's rows of the same trace id are not the trace's.
 SELECT
     trace_id,
     root_service,
@@ -43,11 +48,7 @@ FROM
         arraySort(groupUniqArrayArray(services)) AS services,
         countIf(start >= fromUnixTimestamp64Nano({start_ns:Int64})
             AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
-            AND ({service:String} = '' OR has(trace_summaries.services, {service:String}))
-            AND ({operation:String} = '' OR trace_summaries.root_name = {operation:String})
-            AND (trace_summaries.duration_ns >= {min_duration_ns:Int64} OR trace_summaries.root_name = '')
-            AND ({max_duration_ns:Int64} = 0 OR trace_summaries.duration_ns <= {max_duration_ns:Int64})
-            AND ({errors_only:Int64} = 0 OR trace_summaries.error_count > 0)) AS passing_rows,
+            ${row_filters}) AS passing_rows,
         sum(passing_rows) OVER () AS candidate_rows
     FROM
     (
@@ -65,12 +66,7 @@ FROM
             WHERE tenant = {tenant:String}
               AND start >= fromUnixTimestamp64Nano({start_ns:Int64})
               AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
-              AND ({service:String} = '' OR has(services, {service:String}))
-              AND ({operation:String} = '' OR root_name = {operation:String})
-              AND (duration_ns >= {min_duration_ns:Int64} OR root_name = '')
-              AND ({max_duration_ns:Int64} = 0 OR duration_ns <= {max_duration_ns:Int64})
-              AND ({errors_only:Int64} = 0 OR error_count > 0)
-              ${attrs}
+              ${candidate_filters}
             ORDER BY start DESC, trace_id DESC
             LIMIT {candidates:Int64}
         )
@@ -79,10 +75,6 @@ FROM
 )
 WHERE start_ns >= {start_ns:Int64}
   AND start_ns <= {end_ns:Int64}
-  AND ({service:String} = '' OR has(services, {service:String}))
-  AND ({operation:String} = '' OR root_name = {operation:String})
-  AND duration_ns >= {min_duration_ns:Int64}
-  AND ({max_duration_ns:Int64} = 0 OR duration_ns <= {max_duration_ns:Int64})
-  AND ({errors_only:Int64} = 0 OR error_count > 0)
+  ${trace_filters}
 ORDER BY start_ns DESC, trace_id DESC
 LIMIT {limit:Int64} OFFSET {offset:Int64}
