@@ -1,9 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -63,8 +65,7 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.Trac
 		return nil, fmt.Errorf("at most %d attribute filters, got %d", MaxAttributeFilters, len(f.Attributes))
 	}
 	asked := searchCandidates(f.Limit, f.Offset)
-	p := Params{"start_ns": f.Start, "end_ns": f.End, "limit": int64(f.Limit), "offset": int64(f.Offset),
-		"candidates": asked, "tenant": tenant.FromContext(ctx),
+	p := Params{"start_ns": f.Start, "end_ns": f.End, "candidates": asked, "tenant": tenant.FromContext(ctx),
 		// A trace that started in the window ends within the hour, mostly:
 		// its spans and rows start no more than that after the window's end
 		// (or before its start: a part of the trace without its root).
@@ -72,22 +73,22 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.Trac
 	var sf searchFilters
 	if f.Service != "" {
 		p["service"] = f.Service
-		sf.add("has(%[1]sservices, {service:String})", "has(services, {service:String})")
+		sf.add("has(%[1]sservices, {service:String})")
 	}
 	if f.Operation != "" {
 		p["operation"] = f.Operation
-		sf.add("%[1]sroot_name = {operation:String}", "root_name = {operation:String}")
+		sf.add("%[1]sroot_name = {operation:String}")
 	}
 	if f.MinDuration != 0 {
 		p["min_duration_ns"] = f.MinDuration.Nanoseconds()
-		sf.add("(%[1]sduration_ns >= {min_duration_ns:Int64} OR %[1]sroot_name = '')", "duration_ns >= {min_duration_ns:Int64}")
+		sf.add("(%[1]sduration_ns >= {min_duration_ns:Int64} OR %[1]sroot_name = '')")
 	}
 	if f.MaxDuration != 0 {
 		p["max_duration_ns"] = f.MaxDuration.Nanoseconds()
-		sf.add("%[1]sduration_ns <= {max_duration_ns:Int64}", "duration_ns <= {max_duration_ns:Int64}")
+		sf.add("%[1]sduration_ns <= {max_duration_ns:Int64}")
 	}
 	if f.ErrorsOnly {
-		sf.add("%[1]serror_count > 0", "error_count > 0")
+		sf.add("%[1]serror_count > 0")
 	}
 	for i, a := range f.Attributes {
 		k, v := fmt.Sprintf("ak%d", i), fmt.Sprintf("av%d", i)
@@ -106,12 +107,12 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.Trac
 			"AND timestamp <= fromUnixTimestamp64Nano({near_end_ns:Int64})) ", r.spansTable, ofService)
 		p["span_name"] = f.SpanName
 	}
-	query := strings.NewReplacer("${candidate_filters}", sf.candidate.String(), "${row_filters}", sf.row.String(),
-		"${trace_filters}", sf.trace.String()).Replace(r.traceSearch)
-	out, candidates, err := r.searchTraces(ctx, query, p)
-	if err == nil && len(out) < f.Limit && (len(out) == 0 || candidates >= asked) {
+	query := strings.NewReplacer("${candidate_filters}", sf.candidate.String(), "${row_filters}", sf.row.String()).
+		Replace(r.traceSearch)
+	out, candidates, err := r.searchTraces(ctx, query, p, f)
+	if err == nil && len(out) < f.Limit && candidates >= asked {
 		p["candidates"] = wideCandidates(f.Limit, f.Offset)
-		out, _, err = r.searchTraces(ctx, query, p)
+		out, _, err = r.searchTraces(ctx, query, p, f)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("searching traces: %w", err)
@@ -119,17 +120,15 @@ func (r *Reader) SearchTraces(ctx context.Context, f TracesFilter) ([]model.Trac
 	return out, nil
 }
 
-// searchFilters are the filters of a search that are set, as the slots of
-// traces_search.sql take them.
-type searchFilters struct{ candidate, row, trace strings.Builder }
+// searchFilters are the row filters of a search that are set, as the slots
+// of traces_search.sql take them.
+type searchFilters struct{ candidate, row strings.Builder }
 
-// add adds a filter: onRow on a row of trace_summaries, its columns after
-// %[1]s (the table's name where candidate_rows needs it), onTrace on a
-// trace's summary summed up from its rows.
-func (sf *searchFilters) add(onRow, onTrace string) {
+// add adds a filter on a row of trace_summaries, its columns after %[1]s
+// (the table's name where passing_rows needs it).
+func (sf *searchFilters) add(onRow string) {
 	fmt.Fprintf(&sf.candidate, "AND "+onRow+" ", "")
 	fmt.Fprintf(&sf.row, "AND "+onRow+" ", "trace_summaries.")
-	fmt.Fprintf(&sf.trace, "AND %s ", onTrace)
 }
 
 // satAdd is a + b, held to the range of int64 (b is a duration of either
@@ -144,37 +143,68 @@ func satAdd(a, b int64) int64 {
 	return a + b
 }
 
-// searchTraces runs a search and returns its page, and when the page is not
-// empty how many rows its candidates have in the window (candidate_rows).
-func (r *Reader) searchTraces(ctx context.Context, query string, p Params) ([]model.TraceSummary, int64, error) {
-	out := []model.TraceSummary{}
-	var candidates int64
+// candidateTrace is a row of traces_search.sql: a candidate's summary, summed
+// up from all its rows.
+type candidateTrace struct {
+	TraceID     string   `json:"trace_id"`
+	RootService string   `json:"root_service"`
+	RootName    string   `json:"root_name"`
+	StartNs     int64    `json:"start_ns"`
+	DurationNs  int64    `json:"duration_ns"`
+	SpanCount   uint64   `json:"span_count"`
+	ErrorCount  uint64   `json:"error_count"`
+	Services    []string `json:"services"`
+	PassingRows int64    `json:"passing_rows"`
+}
+
+// passes says whether the whole trace passes f: it started in the window and
+// passes every filter that is set.
+func (t *candidateTrace) passes(f TracesFilter) bool {
+	return t.StartNs >= f.Start && t.StartNs <= f.End &&
+		(f.Service == "" || slices.Contains(t.Services, f.Service)) &&
+		(f.Operation == "" || t.RootName == f.Operation) &&
+		(f.MinDuration == 0 || t.DurationNs >= f.MinDuration.Nanoseconds()) &&
+		(f.MaxDuration == 0 || t.DurationNs <= f.MaxDuration.Nanoseconds()) &&
+		(!f.ErrorsOnly || t.ErrorCount > 0)
+}
+
+// searchTraces runs a search and returns f's page of the candidates that pass
+// it, newest first, then by trace id, and how many rows the candidates have
+// in the window that pass its row filters.
+func (r *Reader) searchTraces(ctx context.Context, query string, p Params, f TracesFilter) ([]model.TraceSummary, int64, error) {
+	var (
+		found      []candidateTrace
+		candidates int64
+	)
 	err := r.conn.Query(ctx, query, p, func(b []byte) error {
-		var row struct {
-			TraceID     string   `json:"trace_id"`
-			RootService string   `json:"root_service"`
-			RootName    string   `json:"root_name"`
-			StartNs     int64    `json:"start_ns"`
-			DurationNs  int64    `json:"duration_ns"`
-			SpanCount   uint64   `json:"span_count"`
-			ErrorCount  uint64   `json:"error_count"`
-			Services    []string `json:"services"`
-			Candidates  int64    `json:"candidate_rows"`
-		}
-		if err := json.Unmarshal(b, &row); err != nil {
+		var t candidateTrace
+		if err := json.Unmarshal(b, &t); err != nil {
 			return err
 		}
-		s := model.TraceSummary{TraceID: row.TraceID, RootService: row.RootService, RootName: row.RootName,
-			StartUnixNano: uint64(max(row.StartNs, 0)), DurationNano: uint64(max(row.DurationNs, 0)),
-			SpanCount: row.SpanCount, ErrorCount: row.ErrorCount, Services: row.Services}
-		if s.Services == nil {
-			s.Services = []string{}
+		candidates += t.PassingRows
+		if t.passes(f) {
+			found = append(found, t)
 		}
-		out = append(out, s)
-		candidates = row.Candidates
 		return nil
 	})
-	return out, candidates, err
+	if err != nil {
+		return nil, 0, err
+	}
+	slices.SortFunc(found, func(a, b candidateTrace) int {
+		return cmp.Or(cmp.Compare(b.StartNs, a.StartNs), strings.Compare(b.TraceID, a.TraceID))
+	})
+	found = found[min(max(f.Offset, 0), len(found)):]
+	found = found[:min(max(f.Limit, 0), len(found))]
+	out := make([]model.TraceSummary, len(found))
+	for i, t := range found {
+		out[i] = model.TraceSummary{TraceID: t.TraceID, RootService: t.RootService, RootName: t.RootName,
+			StartUnixNano: uint64(max(t.StartNs, 0)), DurationNano: uint64(max(t.DurationNs, 0)),
+			SpanCount: t.SpanCount, ErrorCount: t.ErrorCount, Services: t.Services}
+		if out[i].Services == nil {
+			out[i].Services = []string{}
+		}
+	}
+	return out, candidates, nil
 }
 
 // Services returns the services of the traces stored between start and end.

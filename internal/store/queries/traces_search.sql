@@ -1,6 +1,6 @@
--- Trace search, newest first in a stable order, without reading spans (but
--- for attribute filters). Two steps over trace_summaries, which holds a row
--- per trace and insert (a kept trace is inserted whole, so nearly always one):
+-- Trace search, without reading spans (but for attribute filters). Two steps
+-- over trace_summaries, which holds a row per trace and insert (a kept trace
+-- is inserted whole, so nearly always one):
 --  1. candidates, ordered by start: the newest rows in the window that pass
 --     each filter row by row. Each filter is one that the trace passes when
 --     a row does (the root's row carries the operation and the whole
@@ -9,72 +9,53 @@
 --  2. the exact summary of each candidate, summed up from all its rows
 --     (found by the bloom filter of trace ids, schema 010, among those that
 --     start within an hour of the window, near_start_ns to near_end_ns, as
---     a trace's spans do), filtered again, ordered and paged. Each row also
---     says how many rows of the candidates pass step 1's filters in the
---     window (candidate_rows, columns named by their table where the select
---     list shadows them): as many as step 1 took, or more when the window
---     held more; fewer than it asked for means the window held no more.
--- service matches any service the trace crosses, operation its root span's
--- name; durations are end − start in nanoseconds, inclusive. The reader
--- fills three slots with the filters that are set and nothing of those that
--- are not: the engine analyses each expression of the text anew for every
--- search, a filter that is not set as much as one that is.
--- candidate_filters takes step 1's row filters, then one `AND trace_id IN
+--     a trace's spans do), and how many of its rows pass step 1's filters in
+--     the window (passing_rows; columns named by their table where the
+--     select list shadows them).
+-- The reader filters the summaries again, orders them newest first and pages
+-- them: work on a few hundred rows that the engine took longer to plan than
+-- to do. The passing rows of all candidates are as many as step 1 took, or
+-- more when the window held more; fewer than it asked for means the window
+-- held no more. The reader fills two slots with the filters that are set and
+-- nothing of those that are not (the engine analyses each expression of the
+-- text anew for every search, one that is not set as much as one that is):
+-- candidate_filters with step 1's row filters, then one `AND trace_id IN
 -- (spans with attributes[<key N>] = <value N> near the window)` per
--- attribute filter and one for the span name; row_filters the same row
--- filters, for candidate_rows; trace_filters those of step 2. Values are
--- bound as parameters. Every read is of the caller's {tenant}: another
--- tenant's rows of the same trace id are not the trace's.
+-- attribute filter and one for the span name; row_filters with the same row
+-- filters, for passing_rows. Values are bound as parameters. Every read is of
+-- the caller's {tenant}: another tenant's rows of the same trace id are not
+-- the trace's.
 SELECT
     trace_id,
-    root_service,
-    root_name,
-    start_ns,
-    duration_ns,
-    span_count,
-    error_count,
-    services,
-    candidate_rows
+    toInt64(toUnixTimestamp64Nano(min(start))) AS start_ns,
+    max(toInt64(toUnixTimestamp64Nano(start)) + toInt64(duration_ns)) - start_ns AS duration_ns,
+    max(root_service) AS root_service,
+    max(root_name) AS root_name,
+    sum(span_count) AS span_count,
+    sum(error_count) AS error_count,
+    arraySort(groupUniqArrayArray(services)) AS services,
+    countIf(start >= fromUnixTimestamp64Nano({start_ns:Int64})
+        AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
+        ${row_filters}) AS passing_rows
 FROM
 (
-    SELECT
-        trace_id,
-        toInt64(toUnixTimestamp64Nano(min(start))) AS start_ns,
-        max(toInt64(toUnixTimestamp64Nano(start)) + toInt64(duration_ns)) - start_ns AS duration_ns,
-        max(root_service) AS root_service,
-        max(root_name) AS root_name,
-        sum(span_count) AS span_count,
-        sum(error_count) AS error_count,
-        arraySort(groupUniqArrayArray(services)) AS services,
-        countIf(start >= fromUnixTimestamp64Nano({start_ns:Int64})
-            AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
-            ${row_filters}) AS passing_rows,
-        sum(passing_rows) OVER () AS candidate_rows
-    FROM
+    -- Each distinct row once: a kept trace read again after a sampler
+    -- crash (distributed mode) may be inserted a second time, alike.
+    SELECT DISTINCT trace_id, start, duration_ns, root_service, root_name, span_count, error_count, services
+    FROM ${db}.trace_summaries
+    WHERE tenant = {tenant:String}
+      AND start >= fromUnixTimestamp64Nano({near_start_ns:Int64})
+      AND start <= fromUnixTimestamp64Nano({near_end_ns:Int64})
+      AND trace_id IN
     (
-        -- Each distinct row once: a kept trace read again after a sampler
-        -- crash (distributed mode) may be inserted a second time, alike.
-        SELECT DISTINCT trace_id, start, duration_ns, root_service, root_name, span_count, error_count, services
+        SELECT trace_id
         FROM ${db}.trace_summaries
         WHERE tenant = {tenant:String}
-          AND start >= fromUnixTimestamp64Nano({near_start_ns:Int64})
-          AND start <= fromUnixTimestamp64Nano({near_end_ns:Int64})
-          AND trace_id IN
-        (
-            SELECT trace_id
-            FROM ${db}.trace_summaries
-            WHERE tenant = {tenant:String}
-              AND start >= fromUnixTimestamp64Nano({start_ns:Int64})
-              AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
-              ${candidate_filters}
-            ORDER BY start DESC, trace_id DESC
-            LIMIT {candidates:Int64}
-        )
-    ) AS trace_summaries
-    GROUP BY trace_id
-)
-WHERE start_ns >= {start_ns:Int64}
-  AND start_ns <= {end_ns:Int64}
-  ${trace_filters}
-ORDER BY start_ns DESC, trace_id DESC
-LIMIT {limit:Int64} OFFSET {offset:Int64}
+          AND start >= fromUnixTimestamp64Nano({start_ns:Int64})
+          AND start <= fromUnixTimestamp64Nano({end_ns:Int64})
+          ${candidate_filters}
+        ORDER BY start DESC, trace_id DESC
+        LIMIT {candidates:Int64}
+    )
+) AS trace_summaries
+GROUP BY trace_id
