@@ -13,8 +13,8 @@
 --     the window (passing_rows; columns named by their table where the
 --     select list shadows them).
 -- The reader filters the summaries again, orders them newest first and pages
--- them: work on a few hundred rows that the engine took longer to plan than
--- to do. The passing rows of all candidates are as many as step 1 took, or
+-- them: done here, as two more levels of the statement, that work on the
+-- candidates alone cost the engine more to analyse and plan than to do. The passing rows of all candidates are as many as step 1 took, or
 -- more when the window held more; fewer than it asked for means the window
 -- held no more. The reader fills two slots with the filters that are set and
 -- nothing of those that are not (the engine analyses each expression of the
