@@ -13,12 +13,13 @@
 --     the window (passing_rows; columns named by their table where the
 --     select list shadows them).
 -- The reader filters the summaries again, orders them newest first and pages
--- them: done here, as two more levels of the statement, that work on the
--- candidates alone cost the engine more to analyse and plan than to do. The passing rows of all candidates are as many as step 1 took, or
--- more when the window held more; fewer than it asked for means the window
--- held no more. The reader fills two slots with the filters that are set and
--- nothing of those that are not (the engine analyses each expression of the
--- text anew for every search, one that is not set as much as one that is):
+-- them: as two more levels of this statement, that work on the candidates
+-- alone cost the engine more to analyse and plan than to do. The passing
+-- rows of all candidates are as many as step 1 took, or more when the window
+-- held more; fewer than it asked for means the window held no more. The
+-- reader fills two slots with the filters that are set and nothing of those
+-- that are not (the engine analyses each expression of the text anew for
+-- every search, one that is not set as much as one that is):
 -- candidate_filters with step 1's row filters, then one `AND trace_id IN
 -- (spans with attributes[<key N>] = <value N> near the window)` per
 -- attribute filter and one for the span name; row_filters with the same row
