@@ -47,13 +47,16 @@ func (f *fact) time() uint64 {
 }
 
 // findingFields and clockFields are the fields column of a finding and of a
-// clock offset, as the reader's factFields reads them.
+// clock offset, as the reader's factFields reads them. A finding's value is
+// in its column as well, for findings across traces: a trace by id reads it
+// here, one column fewer (queries/trace_facts.sql).
 type findingFields struct {
 	Kind    string   `json:"kind"`
 	Service string   `json:"service"`
 	Subject string   `json:"subject"`
 	SpanIDs []string `json:"span_ids"`
 	Summary string   `json:"summary"`
+	Value   float64  `json:"value"`
 }
 
 type clockFields struct {
@@ -93,7 +96,7 @@ func (w *Writer) WriteFacts(ctx context.Context, findings []model.Finding, clock
 				c[7].appendFloat64(v)
 				c[8].appendString("")
 				c[9].appendString(fields(findingFields{Kind: f.Kind, Service: f.Service, Subject: f.Subject,
-					SpanIDs: nonNilSlice(f.SpanIDs), Summary: f.Summary}))
+					SpanIDs: nonNilSlice(f.SpanIDs), Summary: f.Summary, Value: v}))
 				return
 			}
 			o := r.clock

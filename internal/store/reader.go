@@ -87,6 +87,7 @@ type Reader struct {
 	// The queries, rendered for the database once.
 	spans, facts, summary, logSearch, logsKept  string
 	spansOrdered, factsOrdered                  string // as written; spans and facts without their lines marked "ordered"
+	factsFull                                   string // facts with their line marked "full"; facts is without it
 	traceSearch, services, operations, redQuery string
 	redTallies, dependencies, clockPairs        string
 	spansTable, resourceTable                   string // qualified with the database
@@ -136,8 +137,9 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	}
 	limited := func(q string) string { return withQueryLimits(q, cfg) }
 	r := &Reader{conn: conn, cfg: cfg,
-		spans: limited(unordered(Query("trace_spans", db))), facts: limited(unordered(Query("trace_facts", db))),
+		spans: limited(unordered(Query("trace_spans", db))), facts: limited(unmarked(Query("trace_facts", db), "ordered", "full")),
 		spansOrdered: limited(Query("trace_spans", db)), factsOrdered: limited(Query("trace_facts", db)),
+		factsFull: limited(unordered(Query("trace_facts", db))),
 		summary:   limited(Query("findings_summary", db)),
 		logSearch: limited(Query("logs_search", db)), logsKept: limited(Query("logs_kept", db)),
 		window:          limited(traceWindow(db, "")),
@@ -161,8 +163,15 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 // that sort a trace's rows, which the reader sorts more cheaply itself when
 // the limit is not reached.
 func unordered(q string) string {
+	return unmarked(q, "ordered")
+}
+
+// unmarked is q without its lines that end in "-- " and one of marks.
+func unmarked(q string, marks ...string) string {
 	lines := strings.Split(q, "\n")
-	return strings.Join(slices.DeleteFunc(lines, func(l string) bool { return strings.HasSuffix(l, "-- ordered") }), "\n")
+	return strings.Join(slices.DeleteFunc(lines, func(l string) bool {
+		return slices.ContainsFunc(marks, func(m string) bool { return strings.HasSuffix(l, "-- "+m) })
+	}), "\n")
 }
 
 // traceWindow is queries/trace_window.sql with resources in its slot.
@@ -331,23 +340,35 @@ func (r *Reader) readWindow(ctx context.Context, t *model.Trace, tn string, reso
 // (its Logs, Findings and ClockOffsets only), each once, and the resource id
 // of each line into logResources.
 func (r *Reader) readFacts(ctx context.Context, t *model.Trace, tn string, logResources *[]uint64) error {
+	reset := func() {
+		t.Logs, t.Findings, t.ClockOffsets, *logResources = t.Logs[:0], t.Findings[:0], map[string]int64{}, (*logResources)[:0]
+	}
 	// Unordered, one line more than the cap: all of them when no more come.
-	lines, err := r.readFactsOnce(ctx, r.facts, uint64(r.cfg.MaxLogs)+1, t, tn, logResources)
+	// Without the value column, which findings written by this version
+	// repeat in fields; with it when a finding lacks that.
+	maxLogs := uint64(r.cfg.MaxLogs) + 1
+	lines, complete, err := r.readFactsOnce(ctx, r.facts, maxLogs, t, tn, logResources)
+	if err == nil && !complete {
+		reset()
+		lines, _, err = r.readFactsOnce(ctx, r.factsFull, maxLogs, t, tn, logResources)
+	}
 	if err != nil || lines <= r.cfg.MaxLogs {
 		return err
 	}
-	t.Logs, t.Findings, t.ClockOffsets, *logResources = t.Logs[:0], t.Findings[:0], map[string]int64{}, (*logResources)[:0]
-	_, err = r.readFactsOnce(ctx, r.factsOrdered, uint64(r.cfg.MaxLogs), t, tn, logResources)
+	reset()
+	_, _, err = r.readFactsOnce(ctx, r.factsOrdered, uint64(r.cfg.MaxLogs), t, tn, logResources)
 	return err
 }
 
 // readFactsOnce reads q (a form of trace_facts.sql) with maxLogs into t and
-// returns the number of log rows read, duplicates included.
-func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t *model.Trace, tn string, logResources *[]uint64) (int, error) {
+// returns the number of log rows read, duplicates included, and whether
+// every finding had its value.
+func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t *model.Trace, tn string,
+	logResources *[]uint64) (lines int, complete bool, err error) {
 	seen := map[string]bool{} // by their row
-	lines := 0
+	complete = true
 	p := Params{"trace_id": t.TraceID, "tenant": tn, "max_logs": maxLogs}
-	err := r.conn.Query(ctx, q, p, func(b []byte) error {
+	err = r.conn.Query(ctx, q, p, func(b []byte) error {
 		var row factRow
 		if err := json.Unmarshal(b, &row); err != nil {
 			return err
@@ -363,6 +384,14 @@ func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t 
 		if err := json.Unmarshal([]byte(row.Fields), &f); err != nil {
 			return fmt.Errorf("the fields of a row of part %d: %w", row.Part, err)
 		}
+		value := f.Value
+		if value == nil {
+			value = row.Value
+		}
+		if row.Part == partFinding && value == nil {
+			complete = false
+			return nil
+		}
 		switch row.Part {
 		case partLog:
 			f.Timestamp, f.ObservedTimestamp, f.TraceID = row.Timestamp, row.Timestamp+nanoTime(f.ObservedAfterNs), t.TraceID
@@ -370,13 +399,13 @@ func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t 
 			*logResources = append(*logResources, uint64(f.ResourceID))
 		case partFinding:
 			t.Findings = append(t.Findings, model.Finding{TraceID: t.TraceID, Kind: f.Kind, SpanIDs: nonNilSlice(f.SpanIDs),
-				Service: f.Service, Subject: f.Subject, Value: row.Value, Summary: f.Summary})
+				Service: f.Service, Subject: f.Subject, Value: *value, Summary: f.Summary})
 		case partClockOffset:
 			t.ClockOffsets[f.Host] = int64(f.OffsetNs)
 		}
 		return nil
 	})
-	return lines, err
+	return lines, complete, err
 }
 
 // readSpans reads the spans of t into it, earliest first, each once, and
@@ -477,14 +506,16 @@ type factRow struct {
 	Part      int      `json:"part"`
 	Timestamp nanoTime `json:"timestamp"`
 	Fields    string   `json:"fields"`
-	Value     float64  `json:"value"`
+	Value     *float64 `json:"value"` // in the forms with the line marked "full" alone
 }
 
 // factFields is the fields column of trace_facts (schema 025): a line's, a
 // finding's or a clock offset's, by its row's fact. A line's time and trace
-// id are not in it.
+// id are not in it, nor a finding's value in rows that a collector of an
+// earlier version wrote (findings.go).
 type factFields struct {
 	logRow
+	Value           *float64  `json:"value"`
 	ObservedAfterNs jsonInt64 `json:"observed_after_ns"`
 	Kind            string    `json:"kind"`
 	Subject         string    `json:"subject"`

@@ -206,8 +206,10 @@ func queryOf(t *testing.T, names []string, sql string) string {
 	t.Helper()
 	limits := ReaderConfig{MaxQueryTime: DefaultMaxQueryTime, MaxQueryMemory: DefaultMaxQueryMemory}
 	for _, name := range names {
-		// As written, or without its lines marked "ordered" (trace_spans.sql).
-		for _, q := range []string{Query(name, snapshotDB), unordered(Query(name, snapshotDB))} {
+		// As written, or without its lines marked "ordered" (trace_spans.sql)
+		// and "full" (trace_facts.sql).
+		q0 := Query(name, snapshotDB)
+		for _, q := range []string{q0, unordered(q0), unmarked(q0, "ordered", "full")} {
 			// With every slot empty, the limits follow the text before the last.
 			if filled(sql, slotRe.Split(withQueryLimits(q, limits), -1)) || sql == withQueryLimits(slotRe.ReplaceAllString(q, ""), limits) {
 				return name

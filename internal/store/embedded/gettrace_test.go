@@ -2,6 +2,8 @@ package embedded
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,10 +22,10 @@ import (
 // statementCounter counts the statements run through it: n those of a
 // trace, tenant those that renew what the reader keeps of the tenant (its
 // skewed pairs, its resources in use), which a lookup starts when they are
-// due, beside its own.
+// due, beside its own; facts those of a trace that read trace_facts.
 type statementCounter struct {
 	store.Conn
-	n, tenant atomic.Int64
+	n, tenant, facts atomic.Int64
 }
 
 func (c *statementCounter) Query(ctx context.Context, query string, p store.Params, row func([]byte) error) error {
@@ -32,13 +34,17 @@ func (c *statementCounter) Query(ctx context.Context, query string, p store.Para
 	} else {
 		c.n.Add(1)
 	}
+	if strings.Contains(query, ".trace_facts\n") {
+		c.facts.Add(1)
+	}
 	return c.Conn.Query(ctx, query, p, row)
 }
 
-// reset sets both counts to 0.
+// reset sets the counts to 0.
 func (c *statementCounter) reset() {
 	c.n.Store(0)
 	c.tenant.Store(0)
+	c.facts.Store(0)
 }
 
 // getTraceBase is when the traces of these tests start.
@@ -322,4 +328,53 @@ func TestTraceLogResources(t *testing.T) {
 	for _, l := range got {
 		assert.Equal(t, want[l.Body], l.Resource, "a new reader's search: %s", l.Body)
 	}
+}
+
+// A trace by id reads a finding's value from fields, where this version
+// writes it, and so reads trace_facts once without its value column. A
+// trace with a finding that a collector of an earlier version wrote (its
+// value in the column alone, as during a rolling upgrade) is read again with
+// the column, and reads the same.
+func TestTraceFindingValues(t *testing.T) {
+	ctx := context.Background()
+	const tdb = "ts_get_trace_finding_values"
+	w := shopStore(t, tdb, 0x9a, tenant.Default, false)
+	_, err := w.WriteTraces(ctx, shopTrace(0x9b, tenant.Default, getTraceBase, false))
+	require.NoError(t, err)
+	at := getTraceBase.UnixNano()
+	finding := func(id byte, kind string, value float64) model.Finding {
+		return model.Finding{TraceID: traceID(id).String(), TimeUnixNano: uint64(at), Kind: kind, Service: "shop",
+			Subject: "shop GET /cart", SpanIDs: []string{"0102030405060708"}, Value: value, Summary: "took long"}
+	}
+	earlier := func(f model.Finding) {
+		require.NoError(t, conn.Exec(ctx, "INSERT INTO "+tdb+".trace_facts (tenant, trace_id, fact, timestamp, kind, "+
+			"service, subject, value, fields) VALUES ('default', {id:String}, 'finding', fromUnixTimestamp64Nano({at:Int64}), "+
+			"{kind:String}, 'shop', 'shop GET /cart', toFloat64({value:String}), {fields:String})", store.Params{
+			"id": f.TraceID, "at": at, "kind": f.Kind, "value": fmt.Sprint(f.Value), "fields": `{"kind":"` + f.Kind +
+				`","service":"shop","subject":"shop GET /cart","span_ids":["0102030405060708"],"summary":"took long"}`}))
+	}
+	earlier(finding(0x9a, "by an earlier collector", 2.5))
+	require.NoError(t, w.WriteFacts(ctx, []model.Finding{finding(0x9a, "by this one", 0), finding(0x9b, "by this one", 1.5)},
+		[]model.ClockOffset{{TraceID: traceID(0x9b).String(), TimeUnixNano: uint64(at), Host: "cart-1", OffsetNanos: 5}}))
+
+	counter := &statementCounter{Conn: conn}
+	r := store.NewReader(counter, tdb, store.ReaderConfig{})
+	read := func(id byte, factReads int64) *model.Trace {
+		t.Helper()
+		counter.reset()
+		tr, err := r.GetTrace(ctx, traceID(id).String())
+		require.NoError(t, err)
+		r.Wait()
+		assert.Equal(t, factReads, counter.facts.Load(), "reads of trace_facts")
+		for i := range tr.Findings {
+			tr.Findings[i].TimeUnixNano = uint64(at) // not read by a trace by id
+		}
+		return tr
+	}
+	tr := read(0x9a, 2)
+	assert.ElementsMatch(t, []model.Finding{finding(0x9a, "by an earlier collector", 2.5), finding(0x9a, "by this one", 0)},
+		tr.Findings)
+	tr = read(0x9b, 1)
+	assert.Equal(t, []model.Finding{finding(0x9b, "by this one", 1.5)}, tr.Findings)
+	assert.Equal(t, map[string]int64{"cart-1": 5}, tr.ClockOffsets)
 }
