@@ -389,8 +389,11 @@ func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t 
 			value = row.Value
 		}
 		if row.Part == partFinding && value == nil {
-			complete = false
-			return nil
+			if q == r.facts { // without the value column
+				complete = false
+				return nil
+			}
+			value = new(float64) // the column's NaN or infinity, which JSON cannot hold
 		}
 		switch row.Part {
 		case partLog:

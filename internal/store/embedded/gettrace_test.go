@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -354,6 +355,7 @@ func TestTraceFindingValues(t *testing.T) {
 				`","service":"shop","subject":"shop GET /cart","span_ids":["0102030405060708"],"summary":"took long"}`}))
 	}
 	earlier(finding(0x9a, "by an earlier collector", 2.5))
+	earlier(finding(0x9a, "not a number", math.NaN())) // JSON has no NaN: null
 	require.NoError(t, w.WriteFacts(ctx, []model.Finding{finding(0x9a, "by this one", 0), finding(0x9b, "by this one", 1.5)},
 		[]model.ClockOffset{{TraceID: traceID(0x9b).String(), TimeUnixNano: uint64(at), Host: "cart-1", OffsetNanos: 5}}))
 
@@ -372,8 +374,8 @@ func TestTraceFindingValues(t *testing.T) {
 		return tr
 	}
 	tr := read(0x9a, 2)
-	assert.ElementsMatch(t, []model.Finding{finding(0x9a, "by an earlier collector", 2.5), finding(0x9a, "by this one", 0)},
-		tr.Findings)
+	assert.ElementsMatch(t, []model.Finding{finding(0x9a, "by an earlier collector", 2.5), finding(0x9a, "not a number", 0),
+		finding(0x9a, "by this one", 0)}, tr.Findings)
 	tr = read(0x9b, 1)
 	assert.Equal(t, []model.Finding{finding(0x9b, "by this one", 1.5)}, tr.Findings)
 	assert.Equal(t, map[string]int64{"cart-1": 5}, tr.ClockOffsets)
