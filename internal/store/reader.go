@@ -137,9 +137,9 @@ func NewReader(conn Conn, db string, cfg ReaderConfig) *Reader {
 	}
 	limited := func(q string) string { return withQueryLimits(q, cfg) }
 	r := &Reader{conn: conn, cfg: cfg,
-		spans: limited(unordered(Query("trace_spans", db))), facts: limited(unmarked(Query("trace_facts", db), "ordered", "full")),
-		spansOrdered: limited(Query("trace_spans", db)), factsOrdered: limited(Query("trace_facts", db)),
-		factsFull: limited(unordered(Query("trace_facts", db))),
+		spans: limited(unordered(Query("trace_spans", db))), spansOrdered: limited(Query("trace_spans", db)),
+		facts:     limited(unmarked(Query("trace_facts", db), "ordered", "full")),
+		factsFull: limited(unordered(Query("trace_facts", db))), factsOrdered: limited(Query("trace_facts", db)),
 		summary:   limited(Query("findings_summary", db)),
 		logSearch: limited(Query("logs_search", db)), logsKept: limited(Query("logs_kept", db)),
 		window:          limited(traceWindow(db, "")),
