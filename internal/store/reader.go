@@ -367,6 +367,7 @@ func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t 
 	logResources *[]uint64) (lines int, complete bool, err error) {
 	seen := map[string]bool{} // by their row
 	complete = true
+	withValue := q != r.facts // the forms with the line marked "full"
 	p := Params{"trace_id": t.TraceID, "tenant": tn, "max_logs": maxLogs}
 	err = r.conn.Query(ctx, q, p, func(b []byte) error {
 		var row factRow
@@ -389,7 +390,7 @@ func (r *Reader) readFactsOnce(ctx context.Context, q string, maxLogs uint64, t 
 			value = row.Value
 		}
 		if row.Part == partFinding && value == nil {
-			if q == r.facts { // without the value column
+			if !withValue {
 				complete = false
 				return nil
 			}
