@@ -184,8 +184,8 @@ var settingsRe = regexp.MustCompile(`\nSETTINGS [^\n]*\s*$`)
 
 // noJIT keeps the engine from compiling the reader's expressions to machine
 // code. It does so once an expression has been used three times, within the
-// statement that uses it next, which then waits 20–80 ms; the reader's
-// statements read too little for compiled code to repay that.
+// statement that uses it next, which waits for the compiler; the reader's
+// statements read too little for compiled code to repay that wait.
 const noJIT = "compile_expressions = 0, compile_aggregate_expressions = 0, compile_sort_description = 0"
 
 // withQueryLimits is q with the reader's limits in its SETTINGS clause, so
