@@ -427,11 +427,12 @@ func applyOTelSchema(ctx context.Context, conn store.Conn) error {
 }
 
 // settleMerges waits until no merge has run and the number of active parts
-// has not changed for 30 s (at most ten minutes: the engine looks for merges
-// to do every few seconds, less often while it finds none) and says when the
-// last merge was seen.
+// has not changed for 75 s (at most ten minutes) and says when the last
+// merge was seen. The engine looks for merges every 5 s, and each time it
+// finds none it waits longer, up to a minute (max_merge_selecting_sleep_ms):
+// a shorter quiet spell can be one of its waits, with hundreds of parts left.
 func settleMerges(ctx context.Context, conn store.Conn) (time.Duration, error) {
-	const quietFor = 30 * time.Second
+	const quietFor = 75 * time.Second
 	began := time.Now()
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
