@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,11 +12,13 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// partsConn lists parts, newest first, each with 10 bytes of filters, and
-// fails the warm statement of each part in failing once.
+// partsConn lists parts of spans, newest first, each with 10 bytes of
+// filters, then those of other tables ("table/name"), and fails the warm
+// statement of each part in failing once.
 type partsConn struct {
 	recordingConn
 	parts   []string
+	others  []string
 	failing map[string]bool
 	listErr error
 }
@@ -33,7 +36,13 @@ func (c *partsConn) Query(_ context.Context, query string, params Params, row fu
 		return c.listErr
 	}
 	for _, p := range c.parts {
-		if err := row(fmt.Appendf(nil, `{"name":%q,"filter_bytes":10}`, p)); err != nil {
+		if err := row(fmt.Appendf(nil, `{"table":"spans","name":%q,"filter_bytes":10}`, p)); err != nil {
+			return err
+		}
+	}
+	for _, p := range c.others {
+		table, name, _ := strings.Cut(p, "/")
+		if err := row(fmt.Appendf(nil, `{"table":%q,"name":%q,"filter_bytes":10}`, table, name)); err != nil {
 			return err
 		}
 	}
@@ -73,6 +82,31 @@ func TestFilterWarmerReadsEachPartOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, n)
 	assert.Equal(t, []string{"p4"}, c.warmed())
+}
+
+// TestFilterWarmerTables: a part of trace_summaries is read with its own
+// statement, apart from a part of spans of the same name; a table the warmer
+// has no statement for is an error, not a part skipped in silence.
+func TestFilterWarmerTables(t *testing.T) {
+	ctx := context.Background()
+	c := &partsConn{parts: []string{"p1"}, others: []string{"trace_summaries/p1"}}
+	w := NewFilterWarmer(c, snapshotDB)
+	n, err := w.Warm(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	require.Len(t, c.sent, 3)
+	assert.Contains(t, c.sent[1].sql, snapshotDB+".spans")
+	assert.Contains(t, c.sent[2].sql, snapshotDB+".trace_summaries")
+	assert.Contains(t, c.sent[2].sql, "trace_id = ")
+	assert.Equal(t, []string{"p1", "p1"}, c.warmed())
+
+	n, err = w.Warm(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n, "both read once")
+
+	c.others = append(c.others, "logs/p9")
+	_, err = w.Warm(ctx)
+	require.ErrorContains(t, err, `table "logs"`)
 }
 
 func TestFilterWarmerRunReportsUntilCancelled(t *testing.T) {

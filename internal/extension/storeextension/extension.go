@@ -415,11 +415,11 @@ func (e *storeExtension) startWarmer(conn store.Conn) {
 		w.Run(ctx, store.FilterWarmEvery, func(n int, err error) {
 			switch {
 			case err == nil && n > 0:
-				e.logger.Debug("store: read the attribute filters of new merged parts of spans", zap.Int("parts", n))
+				e.logger.Debug("store: read the filters of new merged parts of spans and trace_summaries", zap.Int("parts", n))
 			case err == nil, errors.Is(err, ErrNotConnected):
 			case time.Since(lastLog) >= e.timing.logEvery:
 				lastLog = time.Now()
-				e.logger.Warn("store: reading the attribute filters of new merged parts of spans failed; "+
+				e.logger.Warn("store: reading the filters of new merged parts of spans and trace_summaries failed; "+
 					"the first search over them reads them instead", zap.Error(err))
 			}
 		})
