@@ -62,15 +62,15 @@ WHERE _part = {part:String} AND attributes['tracesift.filter_warmer'] = 'never s
 WHERE _part = {part:String} AND trace_id = 'tracesift.filter_warmer: never stored'`,
 }
 
-// NewFilterWarmer returns a FilterWarmer of db's spans with the default
-// budget.
+// NewFilterWarmer returns a FilterWarmer of db's spans and trace_summaries
+// with the default budget.
 func NewFilterWarmer(conn Conn, db string) *FilterWarmer {
 	return &FilterWarmer{conn: conn, db: db, Budget: DefaultFilterBudget, seen: map[string]bool{}}
 }
 
 // Warm reads the filters of the parts that it has not seen in an earlier
-// pass, within the budget, a statement a part (a few a minute at 100 M spans
-// an hour). It returns how many parts it read.
+// pass, within the budget, a statement a part. It returns how many parts it
+// read.
 func (w *FilterWarmer) Warm(ctx context.Context) (int, error) {
 	if !ValidDatabaseName(w.db) {
 		return 0, fmt.Errorf("database name %q is not a plain identifier", w.db)
