@@ -31,6 +31,11 @@ import (
 // one starts in its first minute.
 var fixtureBase = time.Date(2026, 11, 30, 15, 0, 0, 0, time.UTC)
 
+// fixtureBaseSQL is fixtureBase as a DateTime64(9) of the engine, for tests
+// that insert rows by SQL: tables are partitioned by day, and rows stamped
+// now() fall into two partitions, so two merged parts, near midnight.
+var fixtureBaseSQL = fmt.Sprintf("fromUnixTimestamp64Nano(toInt64(%d))", fixtureBase.UnixNano())
+
 // fixtureSpan is one span of a fixture trace, its times relative to
 // fixtureBase. The first span of a trace is its root; the others are its
 // children.

@@ -50,7 +50,7 @@ func TestFilterWarmerSummaries(t *testing.T) {
 	search := func(db string) int64 {
 		before := uncompressedCacheMisses(t)
 		got, err := store.NewReader(conn, db, store.ReaderConfig{}).SearchTraces(ctx, store.TracesFilter{
-			Start: testNoon.Add(-time.Hour).UnixNano(), End: testNoon.Add(time.Hour).UnixNano(), Limit: 20})
+			Start: fixtureBase.Add(-time.Hour).UnixNano(), End: fixtureBase.Add(time.Hour).UnixNano(), Limit: 20})
 		require.NoError(t, err)
 		assert.Len(t, got, 20)
 		return uncompressedCacheMisses(t) - before
@@ -58,7 +58,7 @@ func TestFilterWarmerSummaries(t *testing.T) {
 	insert := func(t *testing.T, db string) {
 		for range 2 {
 			require.NoError(t, conn.Exec(ctx, "INSERT INTO "+db+".trace_summaries (start, trace_id, duration_ns, "+
-				"root_service, root_name, span_count, error_count, services) SELECT "+testNoonSQL+
+				"root_service, root_name, span_count, error_count, services) SELECT "+fixtureBaseSQL+
 				" - toIntervalMillisecond(number), "+
 				"hex(randomString(16)), 1000, 'svc', 'op', 1, 0, ['svc'] FROM numbers(20000)", nil))
 		}

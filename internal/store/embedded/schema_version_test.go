@@ -422,14 +422,6 @@ func explainIndexes(t *testing.T, query string, params store.Params) []string {
 	return plan
 }
 
-// testNoon is when the rows these tests insert start: tables are
-// partitioned by day, and rows stamped now() would fall into two partitions,
-// so into two merged parts, when a test runs near midnight.
-var testNoon = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-
-// testNoonSQL is testNoon as a DateTime64(9) of the engine.
-var testNoonSQL = fmt.Sprintf("fromUnixTimestamp64Nano(toInt64(%d))", testNoon.UnixNano())
-
 // insertBlobParts inserts two parts of spans into db, each of 10 MiB of
 // random attribute values: their merged part is over 16 MiB compressed
 // whatever the codec, so its codec depends on its share of the table
@@ -438,7 +430,7 @@ func insertBlobParts(t *testing.T, db string) {
 	t.Helper()
 	for range 2 {
 		require.NoError(t, conn.Exec(context.Background(), "INSERT INTO "+db+".spans (timestamp, trace_id, span_id, name, attributes) "+
-			"SELECT "+testNoonSQL+", hex(randomString(16)), hex(randomString(8)), 'op', map('blob', randomString(1000)) "+
+			"SELECT "+fixtureBaseSQL+", hex(randomString(16)), hex(randomString(8)), 'op', map('blob', randomString(1000)) "+
 			"FROM numbers(10000)", nil))
 	}
 }
@@ -475,7 +467,7 @@ func TestSpansCompressedByPartSize(t *testing.T) {
 	freshDatabase(t, sdb)
 	require.NoError(t, store.ApplySchema(ctx, conn, sdb))
 	require.NoError(t, conn.Exec(ctx, "INSERT INTO "+sdb+".spans (timestamp, trace_id, span_id, name, attributes) "+
-		"SELECT "+testNoonSQL+" - INTERVAL 2 DAY, hex(randomString(16)), hex(randomString(8)), 'op', map('blob', randomString(1000)) "+
+		"SELECT "+fixtureBaseSQL+" - INTERVAL 2 DAY, hex(randomString(16)), hex(randomString(8)), 'op', map('blob', randomString(1000)) "+
 		"FROM numbers(50000)", nil))
 	insertBlobParts(t, sdb)
 	rows := queryRows(t, "SELECT partition_id AS p FROM system.parts WHERE database = {db:String} AND table = 'spans' AND active "+
